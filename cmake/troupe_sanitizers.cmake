@@ -1,0 +1,48 @@
+# Sanitizer flags for troupe's own targets, selected by the TROUPE_SANITIZE cache variable:
+#
+#   ""                   no sanitizer (release builds)
+#   "address,undefined"  ASan + UBSan; any UBSan report is fatal (the dev preset)
+#   "thread"             TSan (the tsan preset)
+#
+#   troupe_apply_sanitizers(<target>)
+#
+# The flags go on both the compile and the link line. For libraries they are also handed on to
+# whatever links them inside this build tree ($<BUILD_INTERFACE:...>), so examples and tests that
+# link troupe::core are instrumented too; the installed package never carries them.
+
+include_guard(GLOBAL)
+
+set(TROUPE_SANITIZER_FLAGS "")
+if(TROUPE_SANITIZE STREQUAL "")
+  # nothing
+elseif(TROUPE_SANITIZE STREQUAL "address,undefined" OR TROUPE_SANITIZE STREQUAL "undefined,address")
+  set(TROUPE_SANITIZER_FLAGS
+      -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+elseif(TROUPE_SANITIZE STREQUAL "thread")
+  set(TROUPE_SANITIZER_FLAGS -fsanitize=thread -fno-omit-frame-pointer)
+else()
+  message(FATAL_ERROR
+          "TROUPE_SANITIZE='${TROUPE_SANITIZE}': expected '', 'address,undefined' or 'thread'")
+endif()
+
+if(TROUPE_SANITIZER_FLAGS AND NOT CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  message(FATAL_ERROR "TROUPE_SANITIZE needs GCC or Clang, not ${CMAKE_CXX_COMPILER_ID}")
+endif()
+
+# The same flags as one string, for handing to a separate CMake project (the packaging test).
+string(JOIN " " TROUPE_SANITIZER_FLAGS_STRING ${TROUPE_SANITIZER_FLAGS})
+
+function(troupe_apply_sanitizers target)
+  if(NOT TROUPE_SANITIZER_FLAGS)
+    return()
+  endif()
+  get_target_property(_type ${target} TYPE)
+  if(NOT _type STREQUAL "INTERFACE_LIBRARY")
+    target_compile_options(${target} PRIVATE ${TROUPE_SANITIZER_FLAGS})
+    target_link_options(${target} PRIVATE ${TROUPE_SANITIZER_FLAGS})
+  endif()
+  if(_type MATCHES "LIBRARY$")
+    target_compile_options(${target} INTERFACE "$<BUILD_INTERFACE:${TROUPE_SANITIZER_FLAGS}>")
+    target_link_options(${target} INTERFACE "$<BUILD_INTERFACE:${TROUPE_SANITIZER_FLAGS}>")
+  endif()
+endfunction()

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds the release preset and runs the bank example, then the core benchmark.
+#   TROUPE_JOBS   parallel build jobs (default: nproc)
+#   BENCH_ARGS    extra arguments for troupe_bench_core (e.g. --benchmark_filter=...)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+jobs="${TROUPE_JOBS:-$(nproc)}"
+build=build/release
+example_target=troupe_example_bank
+bench_target=troupe_bench_core
+example="$build/examples/bank/$example_target"
+bench="$build/bench/$bench_target"
+
+scripts/setup.sh
+cmake --preset release
+
+# Build just the two programs; say clearly which one the tree does not define yet.
+known_targets="$(ninja -C "$build" -t targets all 2>/dev/null | sed 's/:.*//')"
+for target in "$example_target" "$bench_target"; do
+  if ! grep -qx "$target" <<<"$known_targets"; then
+    echo "demo: the build defines no target '$target' (see examples/ and bench/)" >&2
+    exit 1
+  fi
+done
+cmake --build --preset release -j "$jobs" --target "$example_target" "$bench_target"
+
+for program in "$example" "$bench"; do
+  if [[ ! -x "$program" ]]; then
+    echo "demo: $program was not built" >&2
+    exit 1
+  fi
+done
+
+echo "==> $example"
+"$example"
+echo
+echo "==> $bench ${BENCH_ARGS:-}"
+# shellcheck disable=SC2086  # BENCH_ARGS is a list of words on purpose
+"$bench" ${BENCH_ARGS:-}

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The whole CI run, also fine to run by hand:
+#   1. scripts/setup.sh (Debian packages)
+#   2. dev preset (Debug, ASan + UBSan, -Werror): configure, build everything, then
+#      `ctest --preset dev`: every unit test plus format_check, layer_check (label lint) and
+#      install_consumer (label packaging)
+#   3. tsan preset (-O1 -g, TSan, -Werror): configure, build only the test binaries labelled
+#      concurrency (target troupe_concurrency_tests), `ctest --preset tsan` (label concurrency)
+# A failing step does not stop the later ones (except a failed configure of the same preset),
+# so one run reports everything; the exit status is non-zero if any step failed.
+#
+# Environment: TROUPE_JOBS (default: nproc) for both the build and ctest; ASAN_OPTIONS,
+# UBSAN_OPTIONS and TSAN_OPTIONS are appended to the defaults below.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+root="$(pwd)"
+jobs="${TROUPE_JOBS:-$(nproc)}"
+start=$SECONDS
+
+export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:strict_string_checks=1:check_initialization_order=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+
+failed=()
+results=()
+
+# step NAME COMMAND...: runs COMMAND, records the outcome and its duration; returns its status.
+step() {
+  local name="$1" t0=$SECONDS rc=0
+  shift
+  echo
+  echo "==> [$name] $*"
+  "$@" || rc=$?
+  if [[ $rc -eq 0 ]]; then
+    results+=("ok    $name ($((SECONDS - t0)) s)")
+  else
+    results+=("FAIL  $name ($((SECONDS - t0)) s, exit $rc)")
+    failed+=("$name")
+  fi
+  return $rc
+}
+
+step "setup" scripts/setup.sh || exit 1
+
+junit_dev="$root/build/dev/ctest-junit.xml"
+junit_tsan="$root/build/tsan/ctest-junit.xml"
+rm -f "$junit_dev" "$junit_tsan"
+
+# -- dev: ASan + UBSan ---------------------------------------------------------
+if step "dev: configure" cmake --preset dev; then
+  if step "dev: build" cmake --build --preset dev -j "$jobs"; then
+    step "dev: ctest" ctest --preset dev -j "$jobs" --output-junit "$junit_dev" || true
+  else
+    # The lint checks need no build: still report them.
+    step "dev: ctest (lint only)" ctest --preset dev -L lint --output-junit "$junit_dev" || true
+  fi
+fi
+
+# -- tsan: the concurrency tests -----------------------------------------------
+if step "tsan: configure" cmake --preset tsan; then
+  if step "tsan: build" cmake --build --preset tsan -j "$jobs"; then
+    step "tsan: ctest" ctest --preset tsan -j "$jobs" --output-junit "$junit_tsan" || true
+  fi
+fi
+
+# -- summary -------------------------------------------------------------------
+echo
+echo "==> summary ($((SECONDS - start)) s)"
+printf '  %s\n' "${results[@]}"
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "test.sh: FAILED: ${failed[*]}"
+else
+  echo "test.sh: all steps passed"
+fi
+# Last line: the test cases counted over both ctest runs.
+python3 - "$junit_dev" "$junit_tsan" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+passed = failed = skipped = 0
+for name in sys.argv[1:]:
+    path = Path(name)
+    if not path.is_file():
+        continue
+    for case in ET.parse(path).getroot().iter("testcase"):
+        status = case.get("status", "")
+        if case.find("failure") is not None or case.find("error") is not None or status == "fail":
+            failed += 1
+        elif case.find("skipped") is not None or status in ("notrun", "disabled"):
+            skipped += 1
+        else:
+            passed += 1
+print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
+PY
+[[ ${#failed[@]} -eq 0 ]]
