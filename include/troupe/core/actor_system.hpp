@@ -1,0 +1,125 @@
+#pragma once
+/// The actor system: worker threads, the clock, the guardians (/user, /system), dead letters and
+/// an io_context for sockets. Create one per process (or several in tests).
+
+#include <troupe/core/actor.hpp>
+#include <troupe/core/actor_ref.hpp>
+#include <troupe/core/clock.hpp>
+#include <troupe/core/dead_letters.hpp>
+#include <troupe/core/mailbox.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace troupe {
+
+/// Settings of an actor system; chain the with_* setters.
+struct system_config {
+  /// Name, used in logs and thread names.
+  std::string name = "troupe";
+  /// Worker threads; 0 means one per hardware thread.
+  std::size_t workers = 0;
+  /// No worker threads at all: actors run only inside run_until_idle() on the calling thread,
+  /// one message at a time in a reproducible order (for deterministic tests).
+  bool manual_scheduling = false;
+  /// The clock; null means the real steady clock.
+  std::shared_ptr<troupe::clock> clock;
+  /// Messages an actor handles per turn before its worker moves on to another actor.
+  std::uint32_t throughput = 256;
+  /// How long terminate() waits for actors to stop before giving up on them.
+  std::chrono::milliseconds shutdown_timeout = std::chrono::seconds(10);
+
+  system_config& with_name(std::string n) {
+    name = std::move(n);
+    return *this;
+  }
+  system_config& with_workers(std::size_t n) {
+    workers = n;
+    return *this;
+  }
+  system_config& with_manual_scheduling() {
+    manual_scheduling = true;
+    return *this;
+  }
+  system_config& with_clock(std::shared_ptr<troupe::clock> c) {
+    clock = std::move(c);
+    return *this;
+  }
+  system_config& with_throughput(std::uint32_t n) {
+    throughput = n;
+    return *this;
+  }
+  system_config& with_shutdown_timeout(std::chrono::milliseconds t) {
+    shutdown_timeout = t;
+    return *this;
+  }
+};
+
+namespace detail {
+class system_impl;
+actor_cell& user_guardian(system_impl& impl);
+actor_cell& system_guardian(system_impl& impl);
+}  // namespace detail
+
+class actor_system {
+ public:
+  explicit actor_system(system_config config = {});
+  /// Terminates gracefully (see terminate) and joins every thread.
+  ~actor_system();
+  actor_system(const actor_system&) = delete;
+  actor_system& operator=(const actor_system&) = delete;
+
+  /// Spawns a top-level actor under /user. `options` is its name (empty: generated) or full
+  /// spawn_options; `args` go to A's constructor (kept, to rebuild it on restart). Throws
+  /// troupe::error for an invalid or taken name.
+  template <class A, class... Args>
+  actor_ref<typename A::message_type> spawn(spawn_options options, Args&&... args) {
+    return detail::spawn_actor<A>(detail::user_guardian(*impl_), std::move(options),
+                                  std::forward<Args>(args)...);
+  }
+  /// Spawns a runtime actor under /system (sharding, cluster, ...).
+  template <class A, class... Args>
+  actor_ref<typename A::message_type> spawn_system_actor(spawn_options options, Args&&... args) {
+    return detail::spawn_actor<A>(detail::system_guardian(*impl_), std::move(options),
+                                  std::forward<Args>(args)...);
+  }
+
+  /// Stops an actor: its children first, then it; pending messages go to dead letters.
+  void stop(const untyped_ref& ref);
+
+  [[nodiscard]] const std::string& name() const noexcept;
+  [[nodiscard]] troupe::clock& clock() const noexcept;
+  [[nodiscard]] dead_letter_office& dead_letters() noexcept;
+  /// For sockets and other Asio I/O objects; run by the system's I/O thread.
+  [[nodiscard]] boost::asio::io_context& io_context() noexcept;
+
+  /// Starts a graceful shutdown: /user actors stop top-down (children before parents, each
+  /// running post_stop), then /system actors; returns at once.
+  void terminate();
+  /// Blocks until terminated.
+  void await_termination();
+  /// Blocks until terminated or `timeout` passed; true when terminated.
+  bool await_termination_for(duration timeout);
+  [[nodiscard]] bool is_terminated() const noexcept;
+  /// Blocks until SIGINT or SIGTERM (or terminate()), then shuts down gracefully; returns the
+  /// signal number (0 when terminated otherwise).
+  int run_until_signal();
+
+  /// With manual scheduling: runs actors on this thread until none has work; returns the
+  /// number of turns run.
+  std::size_t run_until_idle();
+
+  [[nodiscard]] detail::system_impl& impl() noexcept { return *impl_; }
+
+ private:
+  detail::intrusive_ptr<detail::system_impl> impl_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,151 @@
+#pragma once
+/// Coroutine actors: `asio::awaitable<void> receive(M msg)` may co_await timers, sockets, asks and
+/// database calls. The actor stays busy until the handler finishes (turn-based, like Orleans
+/// grains): the next message starts only after the previous handler completed, while every
+/// other actor keeps running. The coroutine runs on the actor's executor, so all its code runs
+/// inside the actor's turns, never concurrently with them.
+
+#include <troupe/core/actor.hpp>
+#include <troupe/core/errc.hpp>
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/execution.hpp>
+#include <boost/asio/execution_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <system_error>
+
+namespace troupe {
+
+namespace detail {
+/// The execution context behind an actor's executor (the system's io_context).
+boost::asio::execution_context& execution_context_of(actor_cell& cell);
+/// The cell of the running turn; throws errc::not_in_actor when there is none.
+actor_cell& require_current_cell();
+/// The clock of a cell's system.
+std::shared_ptr<clock> clock_of_cell(actor_cell& cell);
+
+template <class F>
+struct resume_message final : system_message {
+  explicit resume_message(F f) : fn(std::move(f)) {}
+  void apply(actor_cell& /*cell*/) override { fn(); }
+  F fn;
+};
+}  // namespace detail
+
+/// An Asio executor that runs work inside an actor's turns (like a strand per actor).
+class actor_executor {
+ public:
+  actor_executor(detail::intrusive_ptr<detail::actor_cell> cell,
+                 boost::asio::execution_context* context) noexcept
+      : cell_(std::move(cell)), context_(context) {}
+
+  template <class F>
+  void execute(F&& f) const {
+    cell_->post(new detail::resume_message<std::decay_t<F>>(std::forward<F>(f)));
+  }
+
+  [[nodiscard]] boost::asio::execution_context& query(
+      boost::asio::execution::context_t /*unused*/) const noexcept {
+    return *context_;
+  }
+  static constexpr boost::asio::execution::blocking_t query(
+      boost::asio::execution::blocking_t /*unused*/) noexcept {
+    return boost::asio::execution::blocking.never;
+  }
+  [[nodiscard]] actor_executor require(
+      boost::asio::execution::blocking_t::never_t /*unused*/) const noexcept {
+    return *this;
+  }
+
+  friend bool operator==(const actor_executor& a, const actor_executor& b) noexcept {
+    return a.cell_ == b.cell_;
+  }
+  friend bool operator!=(const actor_executor& a, const actor_executor& b) noexcept {
+    return !(a == b);
+  }
+
+ private:
+  detail::intrusive_ptr<detail::actor_cell> cell_;
+  boost::asio::execution_context* context_;
+};
+
+/// An actor with a coroutine handler.
+template <class M>
+class async_actor : public basic_actor<M> {
+ protected:
+  virtual boost::asio::awaitable<void> receive(M msg) = 0;
+
+  /// This actor's executor: work posted here runs inside its turns.
+  [[nodiscard]] actor_executor executor() const {
+    auto& cell = this->context().cell();
+    return actor_executor(detail::intrusive_ptr<detail::actor_cell>(&cell),
+                          &detail::execution_context_of(cell));
+  }
+
+ private:
+  bool handle(detail::envelope_base& e) final {
+    auto& cell = this->context().cell();
+    cell.begin_async_turn(cell.current_sender());
+    boost::asio::co_spawn(
+        executor(), receive(std::move(*static_cast<M*>(e.payload()))),
+        boost::asio::bind_cancellation_slot(
+            cancel_.slot(), [c = detail::intrusive_ptr<detail::actor_cell>(&cell)](
+                                std::exception_ptr failure) { c->end_async_turn(failure); }));
+    return true;
+  }
+  void cancel_turn() noexcept final { cancel_.emit(boost::asio::cancellation_type::terminal); }
+
+  boost::asio::cancellation_signal cancel_;
+};
+
+namespace detail {
+template <class Handler>
+struct sleep_state {
+  explicit sleep_state(Handler h) : handler(std::move(h)) {}
+  std::atomic<bool> done{false};
+  std::optional<Handler> handler;
+  std::atomic<timer_id> id{0};
+
+  void complete(boost::system::error_code ec) {
+    if (done.exchange(true, std::memory_order_acq_rel)) return;
+    Handler h = std::move(*handler);
+    handler.reset();
+    auto ex = boost::asio::get_associated_executor(h);
+    boost::asio::dispatch(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
+  }
+};
+}  // namespace detail
+
+/// Waits `d` on the actor system's clock (a manual clock in tests), inside an actor's
+/// coroutine. Cancelled with the handler when the actor stops (completes with
+/// operation_aborted, which throws under use_awaitable).
+template <class Token = boost::asio::use_awaitable_t<>>
+auto sleep_for(duration d, Token&& token = {}) {
+  auto clk = detail::clock_of_cell(detail::require_current_cell());
+  return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
+      [](auto handler, std::shared_ptr<clock> on, duration wait) {
+        using state_t = detail::sleep_state<decltype(handler)>;
+        auto slot = boost::asio::get_associated_cancellation_slot(handler);
+        auto state = std::make_shared<state_t>(std::move(handler));
+        if (slot.is_connected()) {
+          slot.assign([weak = std::weak_ptr<state_t>(state), on](boost::asio::cancellation_type) {
+            if (auto s = weak.lock()) {
+              if (on->cancel(s->id.load())) s->complete(boost::asio::error::operation_aborted);
+            }
+          });
+        }
+        state->id.store(on->schedule_after(wait, [state] { state->complete({}); }));
+      },
+      token, std::move(clk), d);
+}
+
+}  // namespace troupe

@@ -1,0 +1,213 @@
+#pragma once
+/// INTERNAL. The runtime side of one actor: mailbox, scheduling state, lifecycle, children,
+/// supervision. Everything here runs either on any thread (enqueue*, send_system) or inside the
+/// actor's turn, which the scheduler runs on one worker at a time.
+
+#include <troupe/core/clock.hpp>
+#include <troupe/core/detail/actor_target.hpp>
+#include <troupe/core/detail/envelope.hpp>
+#include <troupe/core/detail/message_convert.hpp>
+#include <troupe/core/detail/mpsc_queue.hpp>
+#include <troupe/core/mailbox.hpp>
+#include <troupe/core/supervision.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace troupe {
+class actor_base;
+class actor_system;
+class untyped_ref;
+}  // namespace troupe
+
+namespace troupe::detail {
+
+class system_impl;
+struct cell_extras;
+struct timer_entry;
+struct cell_access;
+struct bounded_mailbox;
+
+/// Builds a message envelope for a timer firing (key and generation ride along).
+using timer_message_factory =
+    std::function<envelope_base*(const std::string& key, std::uint64_t gen)>;
+
+class actor_cell : public actor_target {
+ public:
+  enum state_bits : std::uint32_t {
+    scheduled = 1u,  // queued on or running on a worker (owned by exactly one)
+    suspended = 2u,  // waiting for a coroutine or a supervisor: user messages wait, no scheduling
+    dead = 4u,       // terminated: whatever arrives drains to dead letters
+  };
+
+  actor_cell(system_impl& system, intrusive_ptr<actor_cell> parent, std::string name,
+             const mailbox_config& mailbox);
+  ~actor_cell() override;
+
+  // -- actor_target (any thread) ---------------------------------------------------------------
+  void enqueue(envelope_base* e) noexcept override;
+  void enqueue_any(envelope_base* e) noexcept override;
+  std::error_code try_enqueue(envelope_base* e) noexcept override;
+  void enqueue_or_wait(envelope_base* e,
+                       std::function<void(std::error_code)> done) noexcept override;
+  void send_system(system_message* m) noexcept override;
+  [[nodiscard]] std::string path() const override;
+  [[nodiscard]] system_impl* owner() const noexcept override;
+  [[nodiscard]] bool is_terminated() const noexcept override {
+    return (state_.load(std::memory_order_acquire) & dead) != 0;
+  }
+
+  // -- identity --------------------------------------------------------------------------------
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] actor_cell* parent() const noexcept { return parent_.get(); }
+  [[nodiscard]] system_impl& system() const noexcept { return system_; }
+
+  // -- scheduling (worker thread) --------------------------------------------------------------
+  /// Runs one turn: system messages, then up to `throughput` user messages.
+  void run_turn() noexcept;
+
+  /// Registers with the parent and runs constructor + pre_start on the calling thread (the
+  /// cell is not visible to anyone else yet). Throws troupe::error for a bad or taken name.
+  void start();
+
+  // -- inside the actor's turn (via actor_context) ---------------------------------------------
+  [[nodiscard]] actor_base* instance() const noexcept { return actor_; }
+  [[nodiscard]] const intrusive_ptr<actor_target>& current_sender() const noexcept;
+  void stop_self();
+  void stop_child(actor_target& target);
+  void watch(const intrusive_ptr<actor_target>& target);
+  void unwatch(const intrusive_ptr<actor_target>& target);
+  [[nodiscard]] std::vector<intrusive_ptr<actor_cell>> children() const;
+  [[nodiscard]] intrusive_ptr<actor_cell> child(std::string_view name) const;
+  void start_timer(const std::string& key, duration delay, bool periodic,
+                   timer_message_factory make);
+  bool cancel_timer(std::string_view key);
+  void cancel_all_timers();
+  [[nodiscard]] bool timer_active(std::string_view key) const;
+  void set_receive_timeout(duration d, std::function<envelope_base*()> make);
+  void cancel_receive_timeout();
+  void stash(envelope_base* e);
+  void unstash_all();
+  [[nodiscard]] std::size_t stash_size() const;
+  /// Coroutine actors: user messages wait until `end_async_turn`.
+  void begin_async_turn(intrusive_ptr<actor_target> sender);
+  void end_async_turn(std::exception_ptr failure);
+  /// Queues work to run inside this actor's turn (coroutine resumptions); runs after the
+  /// current step when called from inside the turn.
+  void post(system_message* m) noexcept;
+
+  // -- used by the runtime's system messages ---------------------------------------------------
+  void handle_stop();
+  void handle_watch(const intrusive_ptr<actor_target>& watcher);
+  void handle_unwatch(const intrusive_ptr<actor_target>& watcher);
+  void handle_terminated(const intrusive_ptr<actor_target>& who);
+  void handle_child_terminated(actor_cell& child);
+  void handle_child_failed(actor_cell& child, std::exception_ptr error);
+  void handle_timer_check(std::uint64_t generation);
+  void drain_to_dead_letters(const char* reason) noexcept;
+
+  // intrusive sibling list, guarded by the parent's children lock
+  actor_cell* first_child_ = nullptr;
+  actor_cell* next_sibling_ = nullptr;
+  actor_cell* prev_sibling_ = nullptr;
+
+ protected:
+  /// Constructs the actor instance (placement into the cell); may throw.
+  virtual actor_base* construct() = 0;
+  /// Destroys the instance built by construct().
+  virtual void destroy_instance(actor_base* a) noexcept = 0;
+  /// Converts a message of another type into the actor's type, or returns null.
+  virtual envelope_base* convert(envelope_base* e) noexcept = 0;
+
+ private:
+  enum class phase : std::uint8_t { starting, running, failed, terminating, dead };
+
+  void schedule() noexcept;
+  void push_user(envelope_base* e) noexcept;
+  std::error_code enqueue_bounded(envelope_base* e) noexcept;
+  void admit_waiters() noexcept;
+  void release_turn() noexcept;
+  void process_system_messages() noexcept;
+  void apply_system(system_message* m) noexcept;
+  void run_local_posts() noexcept;
+  [[nodiscard]] envelope_base* next_user_envelope() noexcept;
+  void handle_user_envelope(envelope_base* e) noexcept;
+  void fail(std::exception_ptr error, const std::string& while_doing) noexcept;
+  void create_instance(std::exception_ptr restart_reason) noexcept;
+  void handle_directive(directive d, std::exception_ptr error, const supervisor_strategy& strategy);
+  void restart(std::exception_ptr error);
+  void finish_termination() noexcept;
+  void try_finish_termination() noexcept;
+  [[nodiscard]] actor_cell* first_child_locked() const;
+  void dead_letter(envelope_base* e, std::error_code code, std::string reason) noexcept;
+  timer_id arm_timer(const std::string& key, const timer_entry& entry);
+  bool accept_timer(envelope_base& e);
+  void arm_idle_check();
+  cell_extras& ext();
+  [[nodiscard]] bool user_messages_allowed() const noexcept;
+  void update_suspended() noexcept;
+
+  std::atomic<std::uint32_t> state_{0};
+  phase phase_ = phase::starting;
+  bool async_in_flight_ = false;
+  mpsc_queue mailbox_;
+  std::atomic<system_message*> system_inbox_{nullptr};
+  system_impl& system_;
+  intrusive_ptr<actor_cell> parent_;
+  std::string name_;
+  actor_base* actor_ = nullptr;
+  system_message* local_head_ = nullptr;  // posts made from inside the turn, run before it ends
+  system_message* local_tail_ = nullptr;
+  envelope_base* current_ = nullptr;
+  bounded_mailbox* bounded_ = nullptr;
+  std::unique_ptr<cell_extras> ext_;
+
+  friend struct cell_access;
+};
+
+/// The cell whose turn runs on this thread, or null.
+actor_cell* current_cell() noexcept;
+/// The cell whose actor is being constructed on this thread, or null.
+actor_cell* constructing_cell() noexcept;
+
+/// A cell holding an actor of type A, built by `Factory` (a callable returning nothing that
+/// placement-constructs A at the given address). Instance and cell share one allocation.
+template <class A, class Factory>
+class actor_cell_of final : public actor_cell {
+ public:
+  actor_cell_of(system_impl& system, intrusive_ptr<actor_cell> parent, std::string name,
+                const mailbox_config& mailbox, Factory factory)
+      : actor_cell(system, std::move(parent), std::move(name), mailbox),
+        factory_(std::move(factory)) {}
+
+ protected:
+  actor_base* construct() override {
+    A* a = factory_(static_cast<void*>(storage_));
+    return a;
+  }
+  void destroy_instance(actor_base* a) noexcept override { static_cast<A*>(a)->~A(); }
+  envelope_base* convert(envelope_base* e) noexcept override {
+    using M = typename A::message_type;
+    try {
+      auto m = convert_payload<M>(*e);
+      if (!m) return nullptr;
+      auto* out = new envelope<M>(std::move(*m));
+      out->sender = std::move(e->sender);
+      delete e;
+      return out;
+    } catch (...) {
+      return nullptr;
+    }
+  }
+
+ private:
+  [[no_unique_address]] Factory factory_;
+  alignas(A) unsigned char storage_[sizeof(A)];
+};
+
+}  // namespace troupe::detail

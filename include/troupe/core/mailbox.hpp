@@ -1,0 +1,48 @@
+#pragma once
+/// Mailbox choices: unbounded (the default) or bounded with an explicit overflow policy.
+
+#include <cstddef>
+#include <string>
+
+namespace troupe {
+
+/// What a full bounded mailbox does with one more message. Every rejected or dropped message
+/// is counted and reaches dead letters.
+enum class overflow_policy {
+  /// The send fails: try_tell returns errc::mailbox_full, tell and send throw troupe::error.
+  fail,
+  /// The message goes to dead letters; the sender is not told.
+  drop,
+  /// `co_await ref.send(msg)` waits for room; try_tell fails and tell throws (plain calls
+  /// cannot wait).
+  suspend,
+};
+
+struct mailbox_config {
+  /// 0 means unbounded.
+  std::size_t capacity = 0;
+  overflow_policy overflow = overflow_policy::fail;
+
+  static mailbox_config unbounded() { return {}; }
+  static mailbox_config bounded(std::size_t capacity, overflow_policy overflow) {
+    return {capacity, overflow};
+  }
+};
+
+/// How to spawn an actor: its name (empty for a generated one) and mailbox.
+struct spawn_options {
+  std::string name;
+  mailbox_config mailbox{};
+
+  spawn_options() = default;
+  spawn_options(const char* n) : name(n) {}             // NOLINT(google-explicit-constructor)
+  spawn_options(std::string n) : name(std::move(n)) {}  // NOLINT(google-explicit-constructor)
+  spawn_options(std::string_view n) : name(n) {}        // NOLINT(google-explicit-constructor)
+
+  spawn_options& with_mailbox(mailbox_config m) {
+    mailbox = m;
+    return *this;
+  }
+};
+
+}  // namespace troupe

@@ -1,0 +1,214 @@
+#include "troupe/core/actor_system.hpp"
+
+#include "troupe/core/detail/system_messages.hpp"
+
+#include "core/system_impl.hpp"
+
+#include <boost/asio/signal_set.hpp>
+
+#include <csignal>
+#include <thread>
+
+namespace troupe {
+
+namespace detail {
+
+namespace {
+
+/// The actor behind /user and /system; supervises top-level actors with the default strategy.
+class guardian final : public actor<std::monostate> {
+  void receive(std::monostate& /*unused*/) override {}
+};
+
+std::size_t worker_count(const system_config& config) {
+  if (config.manual_scheduling) return 0;
+  if (config.workers > 0) return config.workers;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : hw;
+}
+
+}  // namespace
+
+actor_cell& user_guardian(system_impl& impl) { return impl.user_guardian(); }
+actor_cell& system_guardian(system_impl& impl) { return impl.system_guardian(); }
+
+std::shared_ptr<clock> clock_of(system_impl* system) noexcept {
+  if (system == nullptr || !system->running()) return nullptr;
+  return system->clock_ptr();
+}
+
+system_impl::system_impl(actor_system& facade, system_config config)
+    : facade_(&facade),
+      config_(std::move(config)),
+      clock_(config_.clock ? config_.clock : make_steady_clock()),
+      io_work_(boost::asio::make_work_guard(io_)),
+      scheduler_(worker_count(config_), config_.name) {
+  if (config_.throughput == 0) config_.throughput = 1;
+  io_thread_ = std::thread([this] {
+    const std::string n = config_.name.substr(0, 11) + "-io";
+    ::pthread_setname_np(::pthread_self(), n.c_str());
+    io_.run();
+  });
+}
+
+system_impl::~system_impl() { shutdown_threads(); }
+
+std::shared_ptr<troupe::clock> system_impl::clock_ptr() const noexcept { return clock_; }
+
+void system_impl::start() {
+  // A guardian cell keeps the runtime alive (through its factory) while any actor lives, since
+  // every cell holds its parent; refs outliving the actor_system therefore never dangle.
+  intrusive_ptr<system_impl> self(this);
+  auto make_guardian = [&](const char* name) {
+    auto factory = [self](void* where) { return new (where) guardian(); };
+    auto* cell = new actor_cell_of<guardian, decltype(factory)>(*this, nullptr, name,
+                                                                mailbox_config{}, factory);
+    intrusive_ptr<actor_cell> ref(cell, adopt);
+    cell->start();
+    return ref;
+  };
+  user_guardian_ = make_guardian("user");
+  system_guardian_ = make_guardian("system");
+}
+
+std::mutex& system_impl::children_lock(const actor_cell* parent) noexcept {
+  const auto h = reinterpret_cast<std::uintptr_t>(parent) >> 6;
+  return children_locks_[h % children_locks_.size()];
+}
+
+std::string system_impl::anonymous_name() {
+  static constexpr char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  std::uint64_t n = anonymous_counter_.fetch_add(1, std::memory_order_relaxed);
+  char buf[16];
+  int i = 0;
+  do {
+    buf[i++] = digits[n % 36];
+    n /= 36;
+  } while (n != 0);
+  std::string out = "$";
+  while (i > 0) out += buf[--i];
+  return out;
+}
+
+void system_impl::terminate() {
+  {
+    std::lock_guard lock(termination_mutex_);
+    if (terminate_started_) return;
+    terminate_started_ = true;
+  }
+  // /user first, top-down; /system once /user is gone (see guardian_terminated).
+  user_guardian_->send_system(new stop_message());
+}
+
+void system_impl::guardian_terminated(actor_cell& guardian) {
+  if (&guardian == user_guardian_.get()) {
+    system_guardian_->send_system(new stop_message());
+    return;
+  }
+  {
+    std::lock_guard lock(termination_mutex_);
+    terminated_.store(true, std::memory_order_release);
+  }
+  termination_cv_.notify_all();
+}
+
+bool system_impl::await_termination_for(std::optional<duration> timeout) {
+  std::unique_lock lock(termination_mutex_);
+  auto done = [&] { return terminated_.load(std::memory_order_acquire); };
+  if (!timeout) {
+    // With manual scheduling nobody else runs the turns that stop the actors.
+    while (scheduler_.manual() && !done()) {
+      lock.unlock();
+      scheduler_.run_until_idle();
+      lock.lock();
+      if (!done()) termination_cv_.wait_for(lock, std::chrono::milliseconds(1));
+    }
+    termination_cv_.wait(lock, done);
+    return true;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + *timeout;
+  while (!done() && std::chrono::steady_clock::now() < deadline) {
+    if (scheduler_.manual()) {
+      lock.unlock();
+      scheduler_.run_until_idle();
+      lock.lock();
+    }
+    termination_cv_.wait_for(lock, std::chrono::milliseconds(scheduler_.manual() ? 1 : 50));
+  }
+  return done();
+}
+
+void system_impl::release_guardians() {
+  user_guardian_.reset();
+  system_guardian_.reset();
+}
+
+void system_impl::shutdown_threads() {
+  scheduler_.shutdown();
+  io_work_.reset();
+  io_.stop();
+  if (io_thread_.joinable()) io_thread_.join();
+}
+
+}  // namespace detail
+
+// -- the facade ---------------------------------------------------------------------------------
+
+actor_system::actor_system(system_config config)
+    : impl_(new detail::system_impl(*this, std::move(config)), detail::adopt) {
+  impl_->start();
+}
+
+actor_system::~actor_system() {
+  impl_->terminate();
+  if (!impl_->await_termination_for(impl_->config().shutdown_timeout)) {
+    detail::runtime_logger().error(
+        "actor system '{}' did not terminate within {} ms; abandoning the actors still running",
+        impl_->config().name, impl_->config().shutdown_timeout.count());
+  }
+  impl_->shutdown_threads();
+  impl_->detach_facade();
+  impl_->release_guardians();
+  impl_.reset();  // the last actor ref frees the runtime
+}
+
+void actor_system::stop(const untyped_ref& ref) {
+  if (ref) ref.target()->send_system(new detail::stop_message());
+}
+
+const std::string& actor_system::name() const noexcept { return impl_->config().name; }
+troupe::clock& actor_system::clock() const noexcept { return impl_->clock(); }
+dead_letter_office& actor_system::dead_letters() noexcept { return impl_->dead_letters(); }
+boost::asio::io_context& actor_system::io_context() noexcept { return impl_->io(); }
+
+void actor_system::terminate() { impl_->terminate(); }
+void actor_system::await_termination() { impl_->await_termination_for(std::nullopt); }
+bool actor_system::await_termination_for(duration timeout) {
+  return impl_->await_termination_for(timeout);
+}
+bool actor_system::is_terminated() const noexcept { return !impl_->running(); }
+
+int actor_system::run_until_signal() {
+  boost::asio::signal_set signals(impl_->io(), SIGINT, SIGTERM);
+  std::atomic<int> received{0};
+  signals.async_wait([this, &received](const boost::system::error_code& ec, int signo) {
+    if (!ec) {
+      received.store(signo);
+      detail::runtime_logger().info("actor system '{}': signal {} received, shutting down",
+                                    impl_->config().name, signo);
+      impl_->terminate();
+    }
+  });
+  await_termination();
+  signals.cancel();
+  return received.load();
+}
+
+std::size_t actor_system::run_until_idle() {
+  if (!impl_->sched().manual()) {
+    throw error(errc::invalid_config, "run_until_idle needs system_config::with_manual_scheduling");
+  }
+  return impl_->sched().run_until_idle();
+}
+
+}  // namespace troupe

@@ -1,0 +1,75 @@
+#pragma once
+/// INTERNAL. The parts of an actor cell most actors never use, allocated on first use so that an
+/// idle actor stays small: named children, watchers, timers, stash, receive timeout, restart
+/// bookkeeping, bounded-mailbox state.
+
+#include <troupe/core/clock.hpp>
+#include <troupe/core/detail/actor_cell.hpp>
+#include <troupe/core/detail/ref_counted.hpp>
+#include <troupe/core/mailbox.hpp>
+
+#include <atomic>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace troupe::detail {
+
+struct timer_entry {
+  std::uint64_t generation = 0;
+  timer_id id = 0;
+  bool periodic = false;
+  duration interval{};
+  timer_message_factory make;
+};
+
+struct cell_extras {
+  // children (guarded by the system's children lock of this cell)
+  std::unordered_map<std::string, actor_cell*> named_children;
+  bool children_closed = false;
+
+  // death watch
+  std::vector<intrusive_ptr<actor_target>> watchers;  // who is told when we stop
+  std::vector<intrusive_ptr<actor_target>> watching;  // whom we watch
+
+  // timers
+  std::unordered_map<std::string, timer_entry> timers;
+  std::uint64_t timer_generation = 0;
+
+  // receive timeout
+  duration idle_after{};
+  std::function<envelope_base*()> idle_make;
+  time_point idle_last{};
+  timer_id idle_timer = 0;
+  std::uint64_t idle_generation = 0;
+
+  // stash
+  std::deque<envelope_base*> stash;
+  std::deque<envelope_base*> unstashed;  // handled before the mailbox
+
+  // coroutine turn
+  intrusive_ptr<actor_target> async_sender;
+  bool cancel_requested = false;
+
+  // restarts (as a child)
+  int restarts = 0;
+  time_point restart_window_start{};
+  std::exception_ptr pending_restart;
+};
+
+struct bounded_mailbox {
+  bounded_mailbox(std::size_t cap, overflow_policy p) : capacity(cap), policy(p) {}
+  const std::size_t capacity;
+  const overflow_policy policy;
+  std::atomic<std::size_t> size{0};
+  std::atomic<std::size_t> waiting{0};
+  std::mutex mutex;
+  std::deque<std::pair<envelope_base*, std::function<void(std::error_code)>>> waiters;
+};
+
+}  // namespace troupe::detail

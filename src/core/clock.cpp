@@ -1,0 +1,148 @@
+#include <troupe/core/clock.hpp>
+
+#include "core/timer_queue.hpp"
+
+#include <sys/prctl.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace troupe {
+
+namespace {
+
+/// The real clock: one thread sleeping until the earliest deadline. The thread owns the shared
+/// state, so the clock may be destroyed from inside one of its own callbacks.
+class steady_clock_source final : public clock {
+ public:
+  steady_clock_source() : shared_(std::make_shared<shared>()) {
+    thread_ = std::thread([s = shared_] { run(*s); });
+  }
+
+  ~steady_clock_source() override {
+    {
+      std::lock_guard lock(shared_->mutex);
+      shared_->stopping = true;
+    }
+    shared_->wake.notify_one();
+    if (thread_.get_id() == std::this_thread::get_id()) {
+      thread_.detach();
+    } else {
+      thread_.join();
+    }
+  }
+
+  [[nodiscard]] time_point now() const noexcept override {
+    return std::chrono::steady_clock::now();
+  }
+
+  timer_id schedule_at(time_point at, callback fn) override {
+    bool earliest;
+    timer_id id;
+    {
+      std::lock_guard lock(shared_->mutex);
+      earliest = shared_->queue.empty() || at < shared_->queue.next_deadline();
+      id = shared_->queue.insert(at, std::move(fn));
+    }
+    if (earliest) shared_->wake.notify_one();
+    return id;
+  }
+
+  bool cancel(timer_id id) noexcept override {
+    clock::callback dropped;  // destroyed outside the lock: it may hold the last ref of an actor
+    std::lock_guard lock(shared_->mutex);
+    return shared_->queue.erase(id, dropped);
+  }
+
+ private:
+  struct shared {
+    std::mutex mutex;
+    std::condition_variable wake;
+    detail::timer_queue queue;
+    bool stopping = false;
+  };
+
+  static void run(shared& s) {
+    // Deadlines of 1 ms matter here; the default 50 us slack would dominate their lateness.
+    ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    std::unique_lock lock(s.mutex);
+    while (!s.stopping) {
+      if (s.queue.empty()) {
+        s.wake.wait(lock);
+        continue;
+      }
+      const time_point next = s.queue.next_deadline();
+      if (next > std::chrono::steady_clock::now()) {
+        s.wake.wait_until(lock, next);
+        continue;
+      }
+      auto fn = s.queue.pop_due(std::chrono::steady_clock::now());
+      if (!fn) continue;
+      lock.unlock();
+      (*fn)();
+      fn.reset();
+      lock.lock();
+    }
+    // Callbacks left behind hold refs; drop them without running.
+    detail::timer_queue leftover = std::move(s.queue);
+    lock.unlock();
+  }
+
+  std::shared_ptr<shared> shared_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::shared_ptr<clock> make_steady_clock() { return std::make_shared<steady_clock_source>(); }
+
+// -- manual clock -----------------------------------------------------------------------------
+
+struct manual_clock::state {
+  mutable std::mutex mutex;
+  time_point now{std::chrono::hours(1)};  // not zero, so "now - d" stays valid in tests
+  detail::timer_queue queue;
+};
+
+manual_clock::manual_clock() : state_(std::make_unique<state>()) {}
+manual_clock::~manual_clock() = default;
+
+time_point manual_clock::now() const noexcept {
+  std::lock_guard lock(state_->mutex);
+  return state_->now;
+}
+
+timer_id manual_clock::schedule_at(time_point at, callback fn) {
+  std::lock_guard lock(state_->mutex);
+  return state_->queue.insert(at, std::move(fn));
+}
+
+bool manual_clock::cancel(timer_id id) noexcept {
+  clock::callback dropped;
+  std::lock_guard lock(state_->mutex);
+  return state_->queue.erase(id, dropped);
+}
+
+void manual_clock::advance(duration d) {
+  std::unique_lock lock(state_->mutex);
+  const time_point target = state_->now + d;
+  for (;;) {
+    if (state_->queue.empty() || state_->queue.next_deadline() > target) break;
+    // Time stands at each deadline while its callback runs, as it would on a real clock.
+    if (state_->queue.next_deadline() > state_->now) state_->now = state_->queue.next_deadline();
+    auto fn = state_->queue.pop_due(state_->now);
+    lock.unlock();
+    (*fn)();
+    fn.reset();
+    lock.lock();
+  }
+  state_->now = target;
+}
+
+std::size_t manual_clock::pending() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->queue.size();
+}
+
+}  // namespace troupe

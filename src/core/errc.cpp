@@ -1,0 +1,48 @@
+#include "troupe/core/errc.hpp"
+
+namespace troupe {
+
+namespace {
+
+class troupe_category final : public std::error_category {
+ public:
+  [[nodiscard]] const char* name() const noexcept override { return "troupe"; }
+  [[nodiscard]] std::string message(int code) const override {
+    switch (static_cast<errc>(code)) {
+      case errc::ask_timeout:
+        return "ask timed out";
+      case errc::recipient_terminated:
+        return "recipient terminated";
+      case errc::mailbox_full:
+        return "mailbox full";
+      case errc::invalid_actor_name:
+        return "invalid actor name";
+      case errc::actor_name_taken:
+        return "actor name taken";
+      case errc::no_sender:
+        return "no sender to reply to";
+      case errc::bad_reply_type:
+        return "unexpected message type";
+      case errc::system_terminated:
+        return "actor system terminated";
+      case errc::stash_overflow:
+        return "stash full";
+      case errc::actor_failed:
+        return "actor failed";
+      case errc::invalid_config:
+        return "invalid configuration";
+      case errc::not_in_actor:
+        return "not inside an actor";
+    }
+    return "unknown troupe error";
+  }
+};
+
+}  // namespace
+
+const std::error_category& error_category() noexcept {
+  static const troupe_category category;
+  return category;
+}
+
+}  // namespace troupe

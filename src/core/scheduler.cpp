@@ -1,0 +1,282 @@
+#include "core/scheduler.hpp"
+
+#include <pthread.h>
+
+#include <chrono>
+
+namespace troupe::detail {
+
+namespace {
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// How long an idle worker looks for work before it parks (waking a parked core costs ~30 us).
+constexpr auto spin_budget = std::chrono::microseconds(50);
+// Consecutive runs from the next slot before the local queue gets a turn (fairness).
+constexpr int max_next_slot_streak = 32;
+
+}  // namespace
+
+void spinlock::lock() noexcept {
+  for (int spins = 0;; ++spins) {
+    if (!locked_.exchange(true, std::memory_order_acquire)) return;
+    while (locked_.load(std::memory_order_relaxed)) {
+      if (spins++ < 64) {
+        cpu_relax();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
+}
+
+struct scheduler::worker {
+  scheduler* owner = nullptr;
+  std::size_t index = 0;
+  actor_cell* next_slot = nullptr;  // only the worker's own thread touches it
+  int next_streak = 0;
+  spinlock lock;
+  std::deque<actor_cell*> local;
+  std::atomic<std::size_t> local_size{0};
+  std::mutex park_mutex;
+  std::condition_variable park_cv;
+  bool parked = false;
+  bool notified = false;
+  std::thread thread;
+
+  void push_local(actor_cell* c) noexcept {
+    std::lock_guard g(lock);
+    local.push_back(c);
+    local_size.store(local.size(), std::memory_order_relaxed);
+  }
+  actor_cell* pop_local() noexcept {
+    if (local_size.load(std::memory_order_relaxed) == 0) return nullptr;
+    std::lock_guard g(lock);
+    if (local.empty()) return nullptr;
+    actor_cell* c = local.front();
+    local.pop_front();
+    local_size.store(local.size(), std::memory_order_relaxed);
+    return c;
+  }
+};
+
+namespace {
+thread_local scheduler::worker* tls_worker = nullptr;  // NOLINT
+}
+
+scheduler::scheduler(std::size_t workers, std::string name) : name_(std::move(name)) {
+  for (std::size_t i = 0; i < workers; ++i) {
+    auto w = std::make_unique<worker>();
+    w->owner = this;
+    w->index = i;
+    workers_.push_back(std::move(w));
+  }
+  for (auto& w : workers_) {
+    w->thread = std::thread([this, wp = w.get()] { run_worker(*wp); });
+  }
+}
+
+scheduler::~scheduler() { shutdown(); }
+
+void scheduler::shutdown() {
+  if (stopped_.exchange(true)) return;
+  stopping_.store(true);
+  for (auto& w : workers_) {
+    {
+      std::lock_guard g(w->park_mutex);
+      w->notified = true;
+    }
+    w->park_cv.notify_one();
+  }
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) w->thread.join();
+  }
+  // Whatever is still queued belongs to cells that will only drain; run them here.
+  for (;;) {
+    actor_cell* c = pop_global();
+    for (auto& w : workers_) {
+      if (c == nullptr) c = w->pop_local();
+    }
+    if (c == nullptr) break;
+    run_cell(c);
+  }
+}
+
+void scheduler::run_cell(actor_cell* cell) noexcept {
+  cell->run_turn();
+  cell->release();
+}
+
+void scheduler::schedule(actor_cell* cell) noexcept {
+  cell->add_ref();
+  worker* w = tls_worker;
+  if (w != nullptr && w->owner == this && !stopping_.load(std::memory_order_relaxed)) {
+    // The woken actor runs next on this core; the one it displaces becomes stealable.
+    actor_cell* displaced = w->next_slot;
+    w->next_slot = cell;
+    if (displaced != nullptr) {
+      w->push_local(displaced);
+      notify_one();
+    }
+    return;
+  }
+  if (stopped_.load(std::memory_order_acquire)) {
+    run_cell(cell);
+    return;
+  }
+  push_global(cell);
+  if (!manual()) notify_one();
+}
+
+void scheduler::push_global(actor_cell* cell) noexcept {
+  std::lock_guard g(global_lock_);
+  global_.push_back(cell);
+  global_size_.store(global_.size(), std::memory_order_relaxed);
+}
+
+actor_cell* scheduler::pop_global() noexcept {
+  if (global_size_.load(std::memory_order_relaxed) == 0) return nullptr;
+  std::lock_guard g(global_lock_);
+  if (global_.empty()) return nullptr;
+  actor_cell* c = global_.front();
+  global_.pop_front();
+  global_size_.store(global_.size(), std::memory_order_relaxed);
+  return c;
+}
+
+void scheduler::notify_one() noexcept {
+  // Pairs with the fence in park(): either we see the parked count or it sees our work.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (parked_.load(std::memory_order_seq_cst) == 0) return;
+  if (spinning_.load(std::memory_order_seq_cst) > 0) return;  // a spinner will find it
+  for (auto& w : workers_) {
+    std::unique_lock g(w->park_mutex);
+    if (w->parked && !w->notified) {
+      w->notified = true;
+      g.unlock();
+      w->park_cv.notify_one();
+      return;
+    }
+  }
+}
+
+actor_cell* scheduler::steal(worker& thief) noexcept {
+  const std::size_t n = workers_.size();
+  for (std::size_t i = 1; i < n; ++i) {
+    worker& victim = *workers_[(thief.index + i) % n];
+    if (victim.local_size.load(std::memory_order_relaxed) == 0) continue;
+    // Take half of the victim's queue so a thief does not come back for every actor.
+    std::deque<actor_cell*> taken;
+    {
+      std::lock_guard g(victim.lock);
+      const std::size_t count = (victim.local.size() + 1) / 2;
+      for (std::size_t k = 0; k < count; ++k) {
+        taken.push_back(victim.local.back());
+        victim.local.pop_back();
+      }
+      victim.local_size.store(victim.local.size(), std::memory_order_relaxed);
+    }
+    if (taken.empty()) continue;
+    actor_cell* first = taken.back();
+    taken.pop_back();
+    if (!taken.empty()) {
+      std::lock_guard g(thief.lock);
+      for (auto it = taken.rbegin(); it != taken.rend(); ++it) thief.local.push_back(*it);
+      thief.local_size.store(thief.local.size(), std::memory_order_relaxed);
+    }
+    return first;
+  }
+  return nullptr;
+}
+
+actor_cell* scheduler::find_work(worker& w) noexcept {
+  if (actor_cell* c = w.pop_local()) return c;
+  if (actor_cell* c = pop_global()) return c;
+  return steal(w);
+}
+
+bool scheduler::has_work() noexcept {
+  if (global_size_.load(std::memory_order_seq_cst) != 0) return true;
+  for (auto& w : workers_) {
+    if (w->local_size.load(std::memory_order_seq_cst) != 0) return true;
+  }
+  return false;
+}
+
+void scheduler::park(worker& w) {
+  {
+    std::lock_guard g(w.park_mutex);
+    w.parked = true;
+  }
+  parked_.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!has_work() && !stopping_.load()) {
+    std::unique_lock g(w.park_mutex);
+    w.park_cv.wait(g, [&] { return w.notified || stopping_.load(); });
+  }
+  parked_.fetch_sub(1, std::memory_order_seq_cst);
+  std::lock_guard g(w.park_mutex);
+  w.parked = false;
+  w.notified = false;
+}
+
+void scheduler::run_worker(worker& w) {
+  tls_worker = &w;
+  const std::string thread_name = (name_.substr(0, 10) + "-w" + std::to_string(w.index));
+  ::pthread_setname_np(::pthread_self(), thread_name.c_str());
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    actor_cell* cell = nullptr;
+    if (w.next_slot != nullptr && w.next_streak < max_next_slot_streak) {
+      cell = w.next_slot;
+      w.next_slot = nullptr;
+      ++w.next_streak;
+    } else {
+      w.next_streak = 0;
+      if (w.next_slot != nullptr) {
+        w.push_local(w.next_slot);
+        w.next_slot = nullptr;
+      }
+      cell = find_work(w);
+    }
+    if (cell != nullptr) {
+      run_cell(cell);
+      continue;
+    }
+    // Nothing found: spin a little, then park.
+    spinning_.fetch_add(1, std::memory_order_seq_cst);
+    const auto until = std::chrono::steady_clock::now() + spin_budget;
+    for (int i = 0; cell == nullptr && !stopping_.load(std::memory_order_relaxed); ++i) {
+      cell = find_work(w);
+      if (cell != nullptr) break;
+      cpu_relax();
+      if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) break;
+    }
+    spinning_.fetch_sub(1, std::memory_order_seq_cst);
+    if (cell != nullptr) {
+      notify_one();  // there may be more where this came from
+      run_cell(cell);
+      continue;
+    }
+    park(w);
+  }
+  if (w.next_slot != nullptr) {
+    push_global(w.next_slot);
+    w.next_slot = nullptr;
+  }
+  tls_worker = nullptr;
+}
+
+std::size_t scheduler::run_until_idle() {
+  std::size_t turns = 0;
+  while (actor_cell* c = pop_global()) {
+    run_cell(c);
+    ++turns;
+  }
+  return turns;
+}
+
+}  // namespace troupe::detail

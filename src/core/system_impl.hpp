@@ -1,0 +1,82 @@
+#pragma once
+/// INTERNAL. The runtime behind actor_system. Reference-counted: every actor cell keeps it alive
+/// through its parent chain, so refs that outlive the actor_system never dangle.
+
+#include <troupe/core/actor_system.hpp>
+#include <troupe/core/detail/actor_cell.hpp>
+#include <troupe/core/detail/ref_counted.hpp>
+
+#include "core/scheduler.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace troupe::detail {
+
+class system_impl final : public ref_counted {
+ public:
+  system_impl(actor_system& facade, system_config config);
+  ~system_impl() override;
+
+  /// Creates the guardians; separate from the constructor because they hold refs to us.
+  void start();
+  void terminate();
+  bool await_termination_for(std::optional<duration> timeout);
+  /// Stops threads; after this, scheduling runs turns inline.
+  void shutdown_threads();
+  /// Drops our refs to the guardians (they hold us: the cycle ends here).
+  void release_guardians();
+
+  [[nodiscard]] const system_config& config() const noexcept { return config_; }
+  [[nodiscard]] actor_system* facade() const noexcept { return facade_.load(); }
+  void detach_facade() noexcept { facade_.store(nullptr); }
+  [[nodiscard]] std::shared_ptr<troupe::clock> clock_ptr() const noexcept;
+  [[nodiscard]] troupe::clock& clock() const noexcept { return *clock_; }
+  [[nodiscard]] dead_letter_office& dead_letters() noexcept { return dead_letters_; }
+  [[nodiscard]] boost::asio::io_context& io() noexcept { return io_; }
+  [[nodiscard]] scheduler& sched() noexcept { return scheduler_; }
+  [[nodiscard]] bool running() const noexcept {
+    return !terminated_.load(std::memory_order_acquire);
+  }
+  [[nodiscard]] std::uint32_t throughput() const noexcept { return config_.throughput; }
+
+  actor_cell& user_guardian() noexcept { return *user_guardian_; }
+  actor_cell& system_guardian() noexcept { return *system_guardian_; }
+
+  /// A guardian finished terminating.
+  void guardian_terminated(actor_cell& guardian);
+  /// Lock guarding the children list of `parent` (striped: cells carry no mutex of their own).
+  std::mutex& children_lock(const actor_cell* parent) noexcept;
+  /// A fresh name for an anonymous actor: "$" plus base-36 digits.
+  std::string anonymous_name();
+
+ private:
+  std::atomic<actor_system*> facade_;
+  system_config config_;
+  std::shared_ptr<troupe::clock> clock_;
+  dead_letter_office dead_letters_;
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> io_work_;
+  std::thread io_thread_;
+  scheduler scheduler_;
+  intrusive_ptr<actor_cell> user_guardian_;
+  intrusive_ptr<actor_cell> system_guardian_;
+  std::array<std::mutex, 64> children_locks_;
+  std::atomic<std::uint64_t> anonymous_counter_{0};
+
+  std::mutex termination_mutex_;
+  std::condition_variable termination_cv_;
+  bool terminate_started_ = false;
+  std::atomic<bool> terminated_{false};
+};
+
+}  // namespace troupe::detail
