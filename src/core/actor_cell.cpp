@@ -75,6 +75,13 @@ struct restart_now_message final : system_message {
   std::exception_ptr error;
 };
 
+/// Runs a member function of the cell later in the same turn (after the current step).
+struct deferred_message final : system_message {
+  explicit deferred_message(void (actor_cell::*f)()) : fn(f) {}
+  void apply(actor_cell& cell) override { (cell.*fn)(); }
+  void (actor_cell::*fn)();
+};
+
 struct idle_check_message final : system_message {
   explicit idle_check_message(std::uint64_t g) : generation(g) {}
   void apply(actor_cell& cell) override { cell.handle_timer_check(generation); }
@@ -156,7 +163,8 @@ void actor_cell::start() {
       throw error(errc::recipient_terminated,
                   "cannot spawn '" + name_ + "': parent " + parent_->path() + " is stopping");
     }
-    if (!pext.named_children.emplace(name_, this).second) {
+    // Generated names ('$...') are unique by construction; only chosen names need the index.
+    if (name_[0] != '$' && !pext.named_children.emplace(name_, this).second) {
       throw error(errc::actor_name_taken,
                   "actor name '" + name_ + "' is taken under " + parent_->path());
     }
@@ -512,11 +520,15 @@ void actor_cell::end_async_turn(std::exception_ptr failure) {
     fail(failure, "in a coroutine handler");
   }
   if (phase_ == phase::terminating) {
-    try_finish_termination();
+    // Deferred: we are inside the coroutine's completion, which must return before the
+    // instance (and its cancellation signal) goes away.
+    post(new deferred_message(&actor_cell::continue_termination));
     return;
   }
   update_suspended();
 }
+
+void actor_cell::continue_termination() { try_finish_termination(); }
 
 // -- failure and supervision --------------------------------------------------------------------
 
@@ -634,7 +646,8 @@ actor_cell* actor_cell::first_child_locked() const {
 
 // -- stopping -----------------------------------------------------------------------------------
 
-void actor_cell::stop_self() { handle_stop(); }
+// Deferred: the actor's handler is still on the stack and must not see itself destroyed.
+void actor_cell::stop_self() { post(new deferred_message(&actor_cell::handle_stop)); }
 
 void actor_cell::stop_child(actor_target& target) { target.send_system(new stop_message()); }
 
@@ -732,6 +745,12 @@ std::vector<intrusive_ptr<actor_cell>> actor_cell::children() const {
 
 intrusive_ptr<actor_cell> actor_cell::child(std::string_view name) const {
   std::lock_guard lock(system_.children_lock(this));
+  if (!name.empty() && name[0] == '$') {
+    for (actor_cell* c = first_child_; c != nullptr; c = c->next_sibling_) {
+      if (c->name_ == name) return intrusive_ptr<actor_cell>(c);
+    }
+    return nullptr;
+  }
   if (!ext_) return nullptr;
   auto it = ext_->named_children.find(std::string(name));
   return it == ext_->named_children.end() ? nullptr : intrusive_ptr<actor_cell>(it->second);

@@ -103,6 +103,7 @@ class actor_cell : public actor_target {
 
   // -- used by the runtime's system messages ---------------------------------------------------
   void handle_stop();
+  void continue_termination();
   void handle_watch(const intrusive_ptr<actor_target>& watcher);
   void handle_unwatch(const intrusive_ptr<actor_target>& watcher);
   void handle_terminated(const intrusive_ptr<actor_target>& who);
