@@ -128,6 +128,7 @@ actor_cell::~actor_cell() {
   if (ext_) {
     for (auto* e : ext_->stash) delete e;
     for (auto* e : ext_->unstashed) delete e;
+    delete ext_->async_message;
   }
   delete bounded_;
 }
@@ -449,8 +450,9 @@ void actor_cell::handle_user_envelope(envelope_base* e) noexcept {
       break;
   }
   current_ = e;
+  bool async = false;
   try {
-    actor_->handle(*e);
+    async = actor_->handle(*e);
   } catch (...) {
     std::string what = "while handling a message of type ";
     try {
@@ -466,7 +468,12 @@ void actor_cell::handle_user_envelope(envelope_base* e) noexcept {
     ext_->idle_last = system_.clock().now();
     arm_idle_check();
   }
-  delete e;
+  if (async) {
+    // Kept (its payload moved into the coroutine) until the handler ends, to name it on failure.
+    delete std::exchange(ext().async_message, e);
+  } else {
+    delete e;
+  }
 }
 
 const intrusive_ptr<actor_target>& actor_cell::current_sender() const noexcept {
@@ -516,14 +523,27 @@ void actor_cell::begin_async_turn(intrusive_ptr<actor_target> sender) {
 void actor_cell::end_async_turn(std::exception_ptr failure) {
   async_in_flight_ = false;
   if (ext_) ext_->async_sender.reset();
+  std::unique_ptr<envelope_base> message(ext_ ? std::exchange(ext_->async_message, nullptr)
+                                              : nullptr);
   if (failure && phase_ == phase::running) {
-    fail(failure, "in a coroutine handler");
+    std::string what = "in a coroutine handler";
+    if (message && actor_ != nullptr) {
+      try {
+        what += " of a message of type " + actor_->describe(*message);
+      } catch (...) {
+      }
+    }
+    fail(failure, what);
   }
   if (phase_ == phase::terminating) {
     // Deferred: we are inside the coroutine's completion, which must return before the
     // instance (and its cancellation signal) goes away.
     post(new deferred_message(&actor_cell::continue_termination));
     return;
+  }
+  if (phase_ == phase::failed && ext_ && ext_->restart_after_turn) {
+    // Deferred like termination: the instance outlives the coroutine's completion.
+    post(new restart_now_message(std::exchange(ext_->restart_after_turn, nullptr)));
   }
   update_suspended();
 }
@@ -560,6 +580,7 @@ void actor_cell::handle_child_failed(actor_cell& child, std::exception_ptr error
     if (!parent_) {
       d = directive::stop;  // nobody above a guardian: stop the child
     } else {
+      ext().escalated.emplace_back(&child);
       fail(error, "(escalated from child " + child.name_ + ")");
       return;
     }
@@ -579,6 +600,12 @@ void actor_cell::handle_directive(directive d, std::exception_ptr error,
     case directive::resume:
       phase_ = phase::running;
       update_suspended();
+      // Children whose failure we escalated are resumed with us (a restart or stop stops them).
+      if (ext_) {
+        for (auto& c : std::exchange(ext_->escalated, {})) {
+          c->send_system(new directive_message(directive::resume, error, supervisor_strategy{}));
+        }
+      }
       return;
     case directive::stop:
     case directive::escalate:
@@ -610,17 +637,26 @@ void actor_cell::handle_directive(directive d, std::exception_ptr error,
     return;
   }
   intrusive_ptr<actor_cell> self(this);
-  system_.clock().schedule_after(
+  x.restart_timer = system_.clock().schedule_after(
       delay, [self, error] { self->send_system(new restart_now_message(error)); });
 }
 
 void cell_access::restart_now(actor_cell& c, std::exception_ptr error) {
+  if (c.ext_) c.ext_->restart_timer = 0;
   if (c.phase_ == actor_cell::phase::failed) c.restart(std::move(error));
 }
 
 void actor_cell::restart(std::exception_ptr error) {
+  if (async_in_flight_) {
+    // A coroutine handler still runs on this instance (the failure came from elsewhere, e.g.
+    // on_terminated): cancel it and restart once it has ended (see end_async_turn).
+    ext().restart_after_turn = std::move(error);
+    if (actor_ != nullptr) actor_->cancel_turn();
+    return;
+  }
   cancel_all_timers();
   cancel_receive_timeout();
+  if (ext_) ext_->escalated.clear();
   if (actor_ != nullptr) {
     try {
       actor_->pre_restart(error);
@@ -657,6 +693,11 @@ void actor_cell::handle_stop() {
   update_suspended();
   cancel_all_timers();
   cancel_receive_timeout();
+  if (ext_) {
+    // A restart waiting for its backoff would otherwise hold this cell until it fires.
+    if (ext_->restart_timer != 0) system_.clock().cancel(std::exchange(ext_->restart_timer, 0));
+    ext_->escalated.clear();
+  }
   std::vector<intrusive_ptr<actor_cell>> kids;
   {
     std::lock_guard lock(system_.children_lock(this));

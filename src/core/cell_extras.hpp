@@ -54,12 +54,18 @@ struct cell_extras {
 
   // coroutine turn
   intrusive_ptr<actor_target> async_sender;
+  envelope_base* async_message = nullptr;  // kept (moved-from) to name it if the handler fails
   bool cancel_requested = false;
 
   // restarts (as a child)
   int restarts = 0;
   time_point restart_window_start{};
   std::exception_ptr pending_restart;
+  timer_id restart_timer = 0;             // a restart waiting for its backoff
+  std::exception_ptr restart_after_turn;  // a restart waiting for a coroutine handler to end
+
+  // children whose failure we escalated: they wait for our own supervisor's decision
+  std::vector<intrusive_ptr<actor_cell>> escalated;
 };
 
 struct bounded_mailbox {
