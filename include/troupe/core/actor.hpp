@@ -229,7 +229,9 @@ class basic_actor : public actor_base {
   /// Sends `msg` to itself after `d` without any other message (repeats while idle).
   void set_receive_timeout(duration d, M msg) {
     context().cell().set_receive_timeout(d, [msg = std::move(msg)] {
-      return static_cast<detail::envelope_base*>(new detail::envelope<M>(msg));
+      auto* e = new detail::envelope<M>(msg);
+      e->kind = detail::envelope_kind::idle;  // not activity: re-armed once handled
+      return static_cast<detail::envelope_base*>(e);
     });
   }
   void cancel_receive_timeout() { context().cell().cancel_receive_timeout(); }
