@@ -1,0 +1,277 @@
+// ctest-labels: concurrency
+// Coroutine handlers (async_actor): turn-based across co_await, every other actor keeps running,
+// replies and asks work after an await, Asio I/O objects run on the actor's executor, and
+// stopping cancels the wait.
+#include <troupe/core/actor_system.hpp>
+#include <troupe/core/async_actor.hpp>
+#include <troupe/testkit/deterministic.hpp>
+#include <troupe/testkit/test_probe.hpp>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using troupe::testkit::test_probe;
+
+using events = troupe::actor_ref<std::string>;
+
+struct job {
+  int n;
+  troupe::duration wait;
+};
+
+/// Reports "start <n>", awaits sleep_for(wait), reports "end <n>"; on a cancelled wait reports
+/// "cancelled <n>"; reports "post_stop".
+class sleeper final : public troupe::async_actor<job> {
+ public:
+  explicit sleeper(events ev) : events_(std::move(ev)) {}
+
+ private:
+  void post_stop() override { events_.tell("post_stop"); }
+  boost::asio::awaitable<void> receive(job j) override {
+    events_.tell("start " + std::to_string(j.n));
+    try {
+      co_await troupe::sleep_for(j.wait);
+    } catch (const boost::system::system_error& e) {
+      events_.tell(std::string(e.code() == boost::asio::error::operation_aborted ? "cancelled "
+                                                                                 : "failed ") +
+                   std::to_string(j.n));
+      throw;
+    }
+    events_.tell("end " + std::to_string(j.n));
+  }
+
+  events events_;
+};
+
+/// Answers n with n + 1, at once.
+class echo final : public troupe::actor<int> {
+  void receive(int& n) override { context().reply(n + 1); }
+};
+
+/// Answers n with 2n after awaiting `wait` (twice, to cross two suspensions).
+class slow_doubler final : public troupe::async_actor<int> {
+ public:
+  explicit slow_doubler(troupe::duration wait) : wait_(wait) {}
+
+ private:
+  boost::asio::awaitable<void> receive(int n) override {
+    co_await troupe::sleep_for(wait_);
+    co_await troupe::sleep_for(wait_);
+    context().reply(2 * n);
+  }
+
+  troupe::duration wait_;
+};
+
+// -- one message at a time ------------------------------------------------------------------------
+
+TEST(CoroutineActor, HandlesOneMessageAtATimeAcrossCoAwait) {
+  troupe::testkit::deterministic_system ds;
+  test_probe<std::string> ev(ds.system(), "events");
+  auto s = ds.system().spawn<sleeper>("sleeper", ev.ref());
+  s.tell(job{1, 100ms});
+  s.tell(job{2, 100ms});
+
+  EXPECT_EQ(ev.expect_message(), "start 1");
+  ev.expect_no_message(1ms);  // job 2 waits although job 1 is suspended
+  ds.advance(100ms);
+  EXPECT_EQ(ev.expect_message(), "end 1");
+  EXPECT_EQ(ev.expect_message(), "start 2");
+  ev.expect_no_message(1ms);
+  ds.advance(100ms);
+  EXPECT_EQ(ev.expect_message(), "end 2");
+}
+
+TEST(CoroutineActor, HandlesOneMessageAtATimeOnWorkerThreads) {
+  troupe::actor_system system(troupe::system_config{}.with_workers(2));
+  test_probe<std::string> ev(system, "events");
+  auto s = system.spawn<sleeper>("sleeper", ev.ref());
+  for (int n = 1; n <= 5; ++n) s.tell(job{n, 1ms});
+
+  for (int n = 1; n <= 5; ++n) {
+    EXPECT_EQ(ev.expect_message(), "start " + std::to_string(n));
+    EXPECT_EQ(ev.expect_message(), "end " + std::to_string(n));
+  }
+}
+
+TEST(CoroutineActor, OtherActorsKeepRunningWhileSomeAwait) {
+  auto clock = std::make_shared<troupe::manual_clock>();
+  troupe::actor_system system(troupe::system_config{}.with_workers(2).with_clock(clock));
+  test_probe<std::string> ev(system, "events");
+  test_probe<int> replies(system, "replies");
+  // More awaiting actors than workers: an await holds no thread.
+  std::vector<troupe::actor_ref<job>> sleepers;
+  for (int n = 0; n < 4; ++n) {
+    sleepers.push_back(system.spawn<sleeper>("sleeper-" + std::to_string(n), ev.ref()));
+    sleepers.back().tell(job{n, 1h});
+  }
+  for (int n = 0; n < 4; ++n) (void)ev.expect_message();  // every one has started
+  auto e = system.spawn<echo>("echo");
+
+  for (int n = 0; n < 10; ++n) {
+    e.tell(n, replies.untyped());
+    EXPECT_EQ(replies.expect_message(), n + 1);
+  }
+
+  clock->advance(1h);
+  for (int n = 0; n < 4; ++n) EXPECT_EQ(ev.expect_message().substr(0, 4), "end ");
+}
+
+// -- replies and asks after co_await --------------------------------------------------------------
+
+TEST(CoroutineActor, ReplyAfterCoAwaitGoesToTheSenderOfTheMessageBeingHandled) {
+  troupe::actor_system system(troupe::system_config{}.with_workers(2));
+  test_probe<int> alice(system, "alice");
+  test_probe<int> bob(system, "bob");
+  auto d = system.spawn<slow_doubler>("doubler", troupe::duration(1ms));
+
+  d.tell(1, alice.untyped());
+  d.tell(2, bob.untyped());  // queued while the first handler awaits
+
+  EXPECT_EQ(alice.expect_message(), 2);
+  EXPECT_EQ(bob.expect_message(), 4);
+  alice.expect_no_message(5ms);
+}
+
+TEST(CoroutineActor, AnAskFromAPlainThreadIsAnsweredAfterCoAwait) {
+  troupe::actor_system system(troupe::system_config{}.with_workers(2));
+  auto d = system.spawn<slow_doubler>("doubler", troupe::duration(1ms));
+
+  auto answer = d.ask<int>(21, troupe::testkit::dilated(3s), troupe::use_future);
+
+  ASSERT_EQ(answer.wait_for(troupe::testkit::dilated(3s)), std::future_status::ready);
+  EXPECT_EQ(answer.get(), 42);
+}
+
+struct ask_echo {
+  troupe::actor_ref<int> to;
+  int n;
+};
+
+/// Asks `to` from inside its coroutine handler and reports the answer, or the error.
+class asker final : public troupe::async_actor<ask_echo> {
+ public:
+  explicit asker(events ev) : events_(std::move(ev)) {}
+
+ private:
+  boost::asio::awaitable<void> receive(ask_echo q) override {
+    try {
+      const int answer = co_await q.to.ask<int>(q.n, 3s);
+      events_.tell("answer " + std::to_string(answer));
+    } catch (const troupe::error& e) {
+      events_.tell(std::string("error ") + (e.value() == troupe::errc::recipient_terminated
+                                                ? "recipient_terminated"
+                                                : e.what()));
+    }
+  }
+
+  events events_;
+};
+
+TEST(CoroutineActor, AsksAnotherActorFromInsideTheHandler) {
+  troupe::actor_system system(troupe::system_config{}.with_workers(2));
+  test_probe<std::string> ev(system, "events");
+  auto e = system.spawn<echo>("echo");
+  auto a = system.spawn<asker>("asker", ev.ref());
+
+  a.tell(ask_echo{e, 41});
+  a.tell(ask_echo{e, 1});
+
+  EXPECT_EQ(ev.expect_message(), "answer 42");
+  EXPECT_EQ(ev.expect_message(), "answer 2");
+}
+
+TEST(CoroutineActor, AnAskToAStoppedActorFailsInsideTheHandler) {
+  troupe::actor_system system(troupe::system_config{}.with_workers(2));
+  test_probe<std::string> ev(system, "events");
+  auto e = system.spawn<echo>("echo");
+  ev.watch(e);
+  system.stop(e);
+  ev.expect_terminated(e);
+  auto a = system.spawn<asker>("asker", ev.ref());
+
+  a.tell(ask_echo{e, 1});
+
+  EXPECT_EQ(ev.expect_message(), "error recipient_terminated");
+}
+
+// -- Asio inside the handler ----------------------------------------------------------------------
+
+struct timer_question {};
+
+/// Awaits an asio::steady_timer made on the coroutine's own executor, then replies whether that
+/// executor's context is the system's io_context.
+class asio_user final : public troupe::async_actor<timer_question> {
+  boost::asio::awaitable<void> receive(timer_question /*unused*/) override {
+    auto ex = co_await boost::asio::this_coro::executor;
+    boost::asio::steady_timer timer(ex, 1ms);
+    co_await timer.async_wait(boost::asio::use_awaitable);
+    auto& ctx = boost::asio::query(ex, boost::asio::execution::context);
+    const bool same =
+        &ctx == static_cast<boost::asio::execution_context*>(&context().system().io_context());
+    // Still inside the actor's turn: the runtime's in-turn services work.
+    co_await troupe::sleep_for(1ms);
+    context().reply(std::string(same ? "system io_context" : "another context"));
+  }
+};
+
+TEST(CoroutineActor, AsioSteadyTimerOnTheCoroutinesExecutorWorks) {
+  troupe::actor_system system(troupe::system_config{}.with_workers(2));
+  test_probe<std::string> replies(system, "replies");
+  auto a = system.spawn<asio_user>("asio");
+
+  a.tell(timer_question{}, replies.untyped());
+
+  EXPECT_EQ(replies.expect_message(), "system io_context");
+}
+
+// -- stopping while awaiting ----------------------------------------------------------------------
+
+TEST(CoroutineActor, StoppingWhileTheHandlerAwaitsCancelsTheWaitAndTerminates) {
+  troupe::testkit::deterministic_system ds;
+  test_probe<std::string> ev(ds.system(), "events");
+  auto s = ds.system().spawn<sleeper>("sleeper", ev.ref());
+  s.tell(job{1, 1h});
+  s.tell(job{2, 1h});
+  EXPECT_EQ(ev.expect_message(), "start 1");
+  ev.watch(s);
+
+  ds.system().stop(s);
+
+  EXPECT_EQ(ev.expect_message(), "cancelled 1");
+  EXPECT_EQ(ev.expect_message(), "post_stop");
+  ev.expect_terminated(s);
+  EXPECT_EQ(ds.clock().pending(), 0u);  // the sleep's timer is gone too
+  ev.expect_no_message(1ms);            // job 2 never started
+}
+
+TEST(CoroutineActor, StoppingWhileTheHandlerAwaitsOnWorkerThreadsTerminatesAtOnce) {
+  troupe::actor_system system(troupe::system_config{}.with_workers(2));
+  test_probe<std::string> ev(system, "events");
+  auto s = system.spawn<sleeper>("sleeper", ev.ref());
+  s.tell(job{1, 1h});  // the real clock: only a cancel ends this wait in time
+  EXPECT_EQ(ev.expect_message(), "start 1");
+  ev.watch(s);
+
+  system.stop(s);
+
+  EXPECT_EQ(ev.expect_message(), "cancelled 1");
+  EXPECT_EQ(ev.expect_message(), "post_stop");
+  ev.expect_terminated(s);
+}
+
+}  // namespace
