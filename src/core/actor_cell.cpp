@@ -364,11 +364,14 @@ void actor_cell::run_turn() noexcept {
 }
 
 void actor_cell::release_turn() noexcept {
+  // Our own state is read while we still own the turn: once `scheduled` is clear, another
+  // worker may run the next turn. Afterwards only what producers write (atomics) is read.
+  const bool takes_mail = phase_ == phase::dead || user_messages_allowed();
+  const bool queued = takes_mail && (!mailbox_.empty() ||
+                                     (phase_ != phase::dead && ext_ && !ext_->unstashed.empty()));
   state_.fetch_and(~scheduled, std::memory_order_seq_cst);
-  const bool more =
-      system_inbox_.load(std::memory_order_seq_cst) != nullptr ||
-      (phase_ == phase::dead && !mailbox_.empty()) ||
-      (user_messages_allowed() && (!mailbox_.empty() || (ext_ && !ext_->unstashed.empty())));
+  const bool more = system_inbox_.load(std::memory_order_seq_cst) != nullptr || queued ||
+                    (takes_mail && mailbox_.pushed_since_drained());
   if (!more) return;
   std::uint32_t s = state_.load(std::memory_order_seq_cst);
   while ((s & scheduled) == 0) {

@@ -54,6 +54,13 @@ class mpsc_queue {
     return head_ == &stub_ && tail_.load(std::memory_order_seq_cst) == &stub_;
   }
 
+  /// Producer-side, safe from any thread: true when a push happened since the consumer last
+  /// drained the queue. With !empty() read by the consumer beforehand, tells whether anything
+  /// may be queued after the consumer gave up its turn.
+  [[nodiscard]] bool pushed_since_drained() const noexcept {
+    return tail_.load(std::memory_order_seq_cst) != &stub_;
+  }
+
  private:
   std::atomic<mpsc_node*> tail_;
   mpsc_node* head_;
