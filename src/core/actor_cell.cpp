@@ -223,6 +223,16 @@ void actor_cell::push_user(envelope_base* e) noexcept {
 }
 
 void actor_cell::enqueue(envelope_base* e) noexcept {
+  if (is_terminated()) {
+    // Straight to dead letters on the sender's thread: a sender that never pauses must not keep
+    // the drain of a dead mailbox (and with it termination and shutdown) going forever.
+    if (e->kind == envelope_kind::user) {
+      dead_letter(e, make_error_code(errc::recipient_terminated), "recipient terminated");
+    } else {
+      delete e;  // the runtime's own signals are no one's lost mail
+    }
+    return;
+  }
   if (bounded_ != nullptr) {
     (void)enqueue_bounded(e);
     return;
@@ -743,6 +753,16 @@ void actor_cell::finish_termination() noexcept {
   state_.fetch_or(dead, std::memory_order_seq_cst);
   update_suspended();
   drain_to_dead_letters("recipient terminated");
+  // Free the name before any watcher hears of the death, so it can be reused at once (the
+  // parent unlinks us from its children later, when it handles child_terminated_message).
+  if (parent_ && name_[0] != '$') {
+    std::lock_guard lock(system_.children_lock(parent_.get()));
+    if (parent_->ext_) {
+      auto& named = parent_->ext_->named_children;
+      auto it = named.find(name_);
+      if (it != named.end() && it->second == this) named.erase(it);
+    }
+  }
   intrusive_ptr<actor_target> self(this);
   if (ext_) {
     for (auto& w : std::exchange(ext_->watchers, {})) w->send_system(new terminated_message(self));

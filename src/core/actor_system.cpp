@@ -168,6 +168,7 @@ actor_system::~actor_system() {
   }
   impl_->shutdown_threads();
   impl_->detach_facade();
+  impl_->dead_letters().unsubscribe_all();
   impl_->release_guardians();
   impl_.reset();  // the last actor ref frees the runtime
 }

@@ -21,6 +21,12 @@ void dead_letter_office::unsubscribe(const untyped_ref& subscriber) {
   std::erase_if(subscribers_, [&](const auto& s) { return s == subscriber; });
 }
 
+void dead_letter_office::unsubscribe_all() noexcept {
+  std::vector<actor_ref<dead_letter>> dropped;  // released outside the lock
+  std::lock_guard lock(mutex_);
+  dropped.swap(subscribers_);
+}
+
 void dead_letter_office::publish(detail::envelope_base* e, std::string recipient,
                                  std::error_code code, std::string reason) noexcept {
   total_.fetch_add(1, std::memory_order_relaxed);

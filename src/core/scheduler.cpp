@@ -97,7 +97,16 @@ void scheduler::shutdown() {
   }
   // Whatever is still queued belongs to cells that will only drain; run them here.
   for (;;) {
-    actor_cell* c = pop_global();
+    actor_cell* c = nullptr;
+    {
+      // Not pop_global(): its unlocked size check may miss a push that just took the lock.
+      std::lock_guard g(global_lock_);
+      if (!global_.empty()) {
+        c = global_.front();
+        global_.pop_front();
+        global_size_.store(global_.size(), std::memory_order_relaxed);
+      }
+    }
     for (auto& w : workers_) {
       if (c == nullptr) c = w->pop_local();
     }
@@ -124,12 +133,19 @@ void scheduler::schedule(actor_cell* cell) noexcept {
     }
     return;
   }
-  if (stopped_.load(std::memory_order_acquire)) {
-    run_cell(cell);
-    return;
+  {
+    // Decided under the queue's lock: shutdown() sets stopped_ and then drains the queue under
+    // the same lock, so a cell is either drained there or run here, never stranded.
+    std::unique_lock g(global_lock_);
+    if (!stopped_.load(std::memory_order_acquire)) {
+      global_.push_back(cell);
+      global_size_.store(global_.size(), std::memory_order_relaxed);
+      g.unlock();
+      if (!manual()) notify_one();
+      return;
+    }
   }
-  push_global(cell);
-  if (!manual()) notify_one();
+  run_cell(cell);
 }
 
 void scheduler::push_global(actor_cell* cell) noexcept {

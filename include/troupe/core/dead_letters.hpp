@@ -49,6 +49,9 @@ class dead_letter_office {
   /// Every dead letter from now on is also sent to `subscriber`.
   void subscribe(actor_ref<dead_letter> subscriber);
   void unsubscribe(const untyped_ref& subscriber);
+  /// INTERNAL: drops every subscription when the system is destroyed (a subscribed actor holds
+  /// the runtime alive through its parents, and the runtime holds the subscriber: a cycle).
+  void unsubscribe_all() noexcept;
 
   /// Dead letters so far.
   [[nodiscard]] std::uint64_t count() const noexcept {

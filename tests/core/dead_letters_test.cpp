@@ -1,0 +1,234 @@
+// ctest-labels: concurrency
+// Dead letters: what a subscriber learns about an undelivered message, the count, and replies
+// that have nobody to go to.
+#include <troupe/core/actor_system.hpp>
+#include <troupe/testkit/test_probe.hpp>
+
+#include <gtest/gtest.h>
+#include <spdlog/logger.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <variant>
+
+namespace {
+
+using troupe::actor_ref;
+using troupe::actor_system;
+using troupe::dead_letter;
+using troupe::system_config;
+using troupe::untyped_ref;
+using troupe::testkit::test_probe;
+
+system_config small_config() { return system_config{}.with_name("dead-letters").with_workers(2); }
+
+struct order {
+  int id;
+};
+
+/// Reports orders to a probe.
+class shop final : public troupe::actor<order> {
+ public:
+  explicit shop(actor_ref<int> out) : out_(std::move(out)) {}
+
+ private:
+  void receive(order& o) override { out_.tell(o.id); }
+  actor_ref<int> out_;
+};
+
+/// Spawns a shop, stops it and waits until it has terminated.
+actor_ref<order> stopped_shop(actor_system& system, test_probe<int>& probe, const char* name) {
+  auto s = system.spawn<shop>(name, probe.ref());
+  probe.watch(s);
+  system.stop(s);
+  probe.expect_terminated(s);
+  return s;
+}
+
+TEST(DeadLetters, ATellToAStoppedActorIsPublishedWithRecipientReasonAndMessage) {
+  actor_system system(small_config());
+  test_probe<int> probe(system);
+  test_probe<int> sender(system, "sender");
+  test_probe<dead_letter> dead(system, "dead");
+  system.dead_letters().subscribe(dead.ref());
+  auto s = stopped_shop(system, probe, "shop");
+  const auto before = system.dead_letters().count();
+
+  s.tell(order{42}, sender.untyped());
+  const auto letter = dead.expect_message();
+  EXPECT_EQ(letter.recipient, "/user/shop");
+  EXPECT_EQ(letter.reason, "recipient terminated");
+  EXPECT_EQ(letter.code, troupe::errc::recipient_terminated);
+  EXPECT_EQ(letter.sender, sender.untyped());
+  EXPECT_NE(letter.message_type.find("order"), std::string::npos) << letter.message_type;
+  ASSERT_NE(letter.message_as<order>(), nullptr);
+  EXPECT_EQ(letter.message_as<order>()->id, 42);
+  EXPECT_EQ(letter.message_as<int>(), nullptr);
+  EXPECT_EQ(system.dead_letters().count(), before + 1);
+}
+
+TEST(DeadLetters, CountsEveryUndeliveredMessage) {
+  actor_system system(small_config());
+  test_probe<int> probe(system);
+  test_probe<dead_letter> dead(system, "dead");
+  system.dead_letters().subscribe(dead.ref());
+  auto s = stopped_shop(system, probe, "shop");
+  const auto before = system.dead_letters().count();
+
+  for (int i = 0; i < 25; ++i) s.tell(order{i});
+  for (int i = 0; i < 25; ++i) EXPECT_EQ(dead.expect_message().message_as<order>()->id, i);
+  EXPECT_EQ(system.dead_letters().count(), before + 25);
+}
+
+TEST(DeadLetters, EverySubscriberGetsEachLetterAndUnsubscribedOnesNoMore) {
+  actor_system system(small_config());
+  test_probe<int> probe(system);
+  test_probe<dead_letter> first(system, "first");
+  test_probe<dead_letter> second(system, "second");
+  system.dead_letters().subscribe(first.ref());
+  system.dead_letters().subscribe(second.ref());
+  auto s = stopped_shop(system, probe, "shop");
+
+  s.tell(order{1});
+  EXPECT_EQ(first.expect_message().message_as<order>()->id, 1);
+  EXPECT_EQ(second.expect_message().message_as<order>()->id, 1);
+
+  system.dead_letters().unsubscribe(first.ref());
+  s.tell(order{2});
+  EXPECT_EQ(second.expect_message().message_as<order>()->id, 2);
+  first.expect_no_message(std::chrono::milliseconds(20));
+}
+
+struct add {
+  int n;
+};
+struct sub {
+  int n;
+};
+using calc_msg = std::variant<add, sub>;
+class calculator final : public troupe::actor<calc_msg> {
+  void receive(calc_msg& /*unused*/) override {}
+};
+
+TEST(DeadLetters, AVariantMessageKeepsItsVariantType) {
+  actor_system system(small_config());
+  test_probe<int> probe(system);
+  test_probe<dead_letter> dead(system, "dead");
+  system.dead_letters().subscribe(dead.ref());
+  auto c = system.spawn<calculator>("calc");
+  probe.watch(c);
+  system.stop(c);
+  probe.expect_terminated(c);
+
+  c.tell(sub{3});
+  const auto letter = dead.expect_message();
+  ASSERT_NE(letter.message_as<calc_msg>(), nullptr);
+  EXPECT_EQ(std::get<sub>(*letter.message_as<calc_msg>()).n, 3);
+  EXPECT_EQ(letter.message_as<sub>(), nullptr);
+}
+
+/// An actor subscriber: counts the letters it gets and reports each recipient.
+class letter_counter final : public troupe::actor<dead_letter> {
+ public:
+  explicit letter_counter(actor_ref<std::string> out) : out_(std::move(out)) {}
+
+ private:
+  void receive(dead_letter& d) override { out_.tell(std::to_string(++seen_) + " " + d.recipient); }
+  actor_ref<std::string> out_;
+  int seen_ = 0;
+};
+
+TEST(DeadLetters, AnActorCanSubscribe) {
+  actor_system system(small_config());
+  test_probe<int> probe(system);
+  test_probe<std::string> out(system, "out");
+  auto counter = system.spawn<letter_counter>("counter", out.ref());
+  system.dead_letters().subscribe(counter);
+  auto s = stopped_shop(system, probe, "shop");
+
+  s.tell(order{1});
+  s.tell(order{2});
+  EXPECT_EQ(out.expect_message(), "1 /user/shop");
+  EXPECT_EQ(out.expect_message(), "2 /user/shop");
+}
+
+// -- replies without a sender --------------------------------------------------------------------
+
+/// Collects what the "troupe" logger writes while it is alive; read it only once the actor
+/// system is gone (no thread logs then).
+class log_capture {
+ public:
+  log_capture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) {
+    sink_->set_pattern("%l %v");
+    logger_ = spdlog::get("troupe");
+    if (!logger_) {
+      // The runtime takes a logger registered under this name before creating its own.
+      logger_ = std::make_shared<spdlog::logger>(
+          "troupe", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+      spdlog::register_logger(logger_);
+    }
+    logger_->sinks().push_back(sink_);
+  }
+  ~log_capture() {
+    auto& sinks = logger_->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  log_capture(const log_capture&) = delete;
+  log_capture& operator=(const log_capture&) = delete;
+
+  [[nodiscard]] std::string text() const { return text_.str(); }
+
+ private:
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+struct request {
+  int n;
+};
+/// Replies to every request, whether or not it has a sender.
+class replier final : public troupe::actor<request> {
+  void receive(request& r) override { context().reply(r.n + 1); }
+};
+
+TEST(DeadLetters, AReplyWithoutASenderIsLoggedAndTheActorCarriesOn) {
+  log_capture log;
+  {
+    actor_system system(small_config());
+    test_probe<int> probe(system);
+    auto r = system.spawn<replier>("replier");
+
+    r.tell(request{1});  // no sender: the reply has nowhere to go
+    r.tell(request{2}, probe.untyped());
+    EXPECT_EQ(probe.expect_message(), 3);
+    EXPECT_FALSE(r.is_terminated());
+  }
+  const std::string text = log.text();
+  EXPECT_NE(text.find("warning [/user/replier] reply of type int dropped"), std::string::npos)
+      << text;
+}
+
+TEST(DeadLetters, AreLoggedWithTypeRecipientAndReason) {
+  log_capture log;
+  {
+    actor_system system(small_config());
+    test_probe<int> probe(system);
+    test_probe<dead_letter> dead(system, "dead");
+    system.dead_letters().subscribe(dead.ref());
+    auto s = stopped_shop(system, probe, "shop");
+    s.tell(order{1});
+    (void)dead.expect_message();
+  }
+  const std::string text = log.text();
+  EXPECT_NE(text.find("to /user/shop from no sender: recipient terminated"), std::string::npos)
+      << text;
+}
+
+}  // namespace
