@@ -87,9 +87,9 @@ void actor_context::stop() { cell().stop_self(); }
 void actor_context::watch(const untyped_ref& ref) { cell().watch(ref.target_ptr()); }
 void actor_context::unwatch(const untyped_ref& ref) { cell().unwatch(ref.target_ptr()); }
 
-void actor_context::reply_without_sender(const std::type_info& type) const {
-  detail::runtime_logger().warn("[{}] reply of type {} dropped: the message had no sender", path(),
-                                detail::type_name(type));
+void actor_context::reply_without_sender(detail::envelope_base* e) const {
+  cell().system().dead_letters().publish(e, path() + " (reply)", make_error_code(errc::no_sender),
+                                         "reply to a message that had no sender");
 }
 
 // -- actor_base ---------------------------------------------------------------------------------
@@ -100,9 +100,5 @@ void actor_base::pre_restart(const std::exception_ptr& /*reason*/) {
 }
 
 void actor_base::post_restart(const std::exception_ptr& /*reason*/) { pre_start(); }
-
-std::string actor_base::describe(detail::envelope_base& e) const {
-  return detail::type_name(e.type());
-}
 
 }  // namespace troupe

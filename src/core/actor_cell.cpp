@@ -14,17 +14,30 @@ namespace {
 
 thread_local actor_cell* tls_current = nullptr;       // NOLINT
 thread_local actor_cell* tls_constructing = nullptr;  // NOLINT
+// Work the running turn posted to itself (coroutine resumptions), run before the turn ends.
+thread_local system_message* tls_local_head = nullptr;  // NOLINT
+thread_local system_message* tls_local_tail = nullptr;  // NOLINT
 
 /// Sets the thread's current cell for a scope (turns can nest: spawn runs a child's start).
 class current_scope {
  public:
-  explicit current_scope(actor_cell* c) noexcept : previous_(tls_current) { tls_current = c; }
-  ~current_scope() { tls_current = previous_; }
+  explicit current_scope(actor_cell* c) noexcept
+      : previous_(tls_current), head_(tls_local_head), tail_(tls_local_tail) {
+    tls_current = c;
+    tls_local_head = tls_local_tail = nullptr;
+  }
+  ~current_scope() {
+    tls_current = previous_;
+    tls_local_head = head_;
+    tls_local_tail = tail_;
+  }
   current_scope(const current_scope&) = delete;
   current_scope& operator=(const current_scope&) = delete;
 
  private:
   actor_cell* previous_;
+  system_message* head_;
+  system_message* tail_;
 };
 
 std::string describe_exception(const std::exception_ptr& e) {
@@ -125,16 +138,21 @@ actor_cell::~actor_cell() {
   while (mpsc_node* n = mailbox_.pop()) delete static_cast<envelope_base*>(n);
   system_message* m = system_inbox_.exchange(nullptr);
   while (m != nullptr) delete std::exchange(m, m->next);
+  delete async_message_;
   if (ext_) {
     for (auto* e : ext_->stash) delete e;
     for (auto* e : ext_->unstashed) delete e;
-    delete ext_->async_message;
   }
   delete bounded_;
 }
 
 cell_extras& actor_cell::ext() {
-  if (!ext_) ext_ = std::make_unique<cell_extras>();
+  if (!ext_) {
+    // Created under the children lock: children read our name index from their threads.
+    auto created = std::make_unique<cell_extras>();
+    std::lock_guard lock(system_.children_lock(this));
+    ext_ = std::move(created);
+  }
   return *ext_;
 }
 
@@ -152,20 +170,22 @@ void actor_cell::start() {
   if (name_.empty()) {
     name_ = system_.anonymous_name();
   } else {
-    if (name_[0] == '$' || !std::all_of(name_.begin(), name_.end(), valid_name_char)) {
+    if (name_[0] == '$' || name_ == "." || name_ == ".." ||
+        !std::all_of(name_.begin(), name_.end(), valid_name_char)) {
       throw error(errc::invalid_actor_name, "invalid actor name '" + name_ +
                                                 "': use [A-Za-z0-9_-.@:+~], not starting with '$'");
     }
   }
   if (parent_) {
     std::lock_guard lock(system_.children_lock(parent_.get()));
-    cell_extras& pext = parent_->ext();
-    if (pext.children_closed) {
+    if (parent_->children_closed_) {
       throw error(errc::recipient_terminated,
                   "cannot spawn '" + name_ + "': parent " + parent_->path() + " is stopping");
     }
     // Generated names ('$...') are unique by construction; only chosen names need the index.
-    if (name_[0] != '$' && !pext.named_children.emplace(name_, this).second) {
+    // (We hold the parent's children lock, so its extras are created here, not via ext().)
+    if (name_[0] != '$' && !parent_->ext_) parent_->ext_ = std::make_unique<cell_extras>();
+    if (name_[0] != '$' && !parent_->ext_->named_children.emplace(name_, this).second) {
       throw error(errc::actor_name_taken,
                   "actor name '" + name_ + "' is taken under " + parent_->path());
     }
@@ -233,7 +253,9 @@ void actor_cell::enqueue(envelope_base* e) noexcept {
     }
     return;
   }
-  if (bounded_ != nullptr) {
+  // The runtime's own signals (timers, receive timeout, poison pill) bypass the bound: a
+  // rejected timer message would silently end a periodic timer.
+  if (bounded_ != nullptr && e->kind == envelope_kind::user) {
     (void)enqueue_bounded(e);
     return;
   }
@@ -325,12 +347,12 @@ void actor_cell::send_system(system_message* m) noexcept {
 void actor_cell::post(system_message* m) noexcept {
   if (tls_current == this) {
     m->next = nullptr;
-    if (local_tail_ != nullptr) {
-      local_tail_->next = m;
+    if (tls_local_tail != nullptr) {
+      tls_local_tail->next = m;
     } else {
-      local_head_ = m;
+      tls_local_head = m;
     }
-    local_tail_ = m;
+    tls_local_tail = m;
     return;
   }
   send_system(m);
@@ -370,6 +392,7 @@ void actor_cell::run_turn() noexcept {
       if (system_inbox_.load(std::memory_order_relaxed) != nullptr) process_system_messages();
     }
   }
+  run_local_posts();
   release_turn();
 }
 
@@ -422,18 +445,18 @@ void actor_cell::apply_system(system_message* m) noexcept {
 }
 
 void actor_cell::run_local_posts() noexcept {
-  while (local_head_ != nullptr) {
-    system_message* m = local_head_;
-    local_head_ = m->next;
-    if (local_head_ == nullptr) local_tail_ = nullptr;
+  while (tls_local_head != nullptr) {
+    system_message* m = tls_local_head;
+    tls_local_head = m->next;
+    if (tls_local_head == nullptr) tls_local_tail = nullptr;
     apply_system(m);
   }
 }
 
 envelope_base* actor_cell::next_user_envelope() noexcept {
   if (ext_ && !ext_->unstashed.empty()) {
-    envelope_base* e = ext_->unstashed.front();
-    ext_->unstashed.pop_front();
+    envelope_base* e = ext_->unstashed.back();
+    ext_->unstashed.pop_back();
     return e;
   }
   auto* e = static_cast<envelope_base*>(mailbox_.pop());
@@ -469,12 +492,19 @@ void actor_cell::handle_user_envelope(envelope_base* e) noexcept {
   } catch (...) {
     std::string what = "while handling a message of type ";
     try {
-      what += actor_->describe(*e);
+      what += e->describe();
     } catch (...) {
       what += "?";
     }
     current_ = nullptr;
-    fail(std::current_exception(), what);
+    const std::exception_ptr failure = std::current_exception();
+    // An asker hears at once that its question failed the actor (instead of timing out).
+    if (e->sender) {
+      e->sender->notify_undelivered(
+          make_error_code(errc::actor_failed),
+          path() + " failed " + what + ": " + describe_exception(failure));
+    }
+    fail(failure, what);
   }
   current_ = nullptr;
   if (e->kind == envelope_kind::idle && ext_ && ext_->idle_make) {
@@ -483,7 +513,7 @@ void actor_cell::handle_user_envelope(envelope_base* e) noexcept {
   }
   if (async) {
     // Kept (its payload moved into the coroutine) until the handler ends, to name it on failure.
-    delete std::exchange(ext().async_message, e);
+    delete std::exchange(async_message_, e);
   } else {
     delete e;
   }
@@ -492,15 +522,19 @@ void actor_cell::handle_user_envelope(envelope_base* e) noexcept {
 const intrusive_ptr<actor_target>& actor_cell::current_sender() const noexcept {
   static const intrusive_ptr<actor_target> none;
   if (current_ != nullptr) return current_->sender;
-  if (async_in_flight_ && ext_) return ext_->async_sender;
+  if (async_in_flight_) return async_sender_;
   return none;
 }
 
 void actor_cell::drain_to_dead_letters(const char* reason) noexcept {
   const auto code = make_error_code(errc::recipient_terminated);
   if (ext_) {
-    for (auto* e : std::exchange(ext_->unstashed, {})) dead_letter(e, code, reason);
-    for (auto* e : std::exchange(ext_->stash, {})) dead_letter(e, code, reason);
+    for (auto it = ext_->unstashed.rbegin(); it != ext_->unstashed.rend(); ++it) {
+      dead_letter(*it, code, reason);
+    }
+    ext_->unstashed.clear();
+    for (auto* e : ext_->stash) dead_letter(e, code, reason);
+    ext_->stash.clear();
   }
   while (auto* e = static_cast<envelope_base*>(mailbox_.pop())) {
     if (bounded_ != nullptr) bounded_->size.fetch_sub(1, std::memory_order_relaxed);
@@ -528,23 +562,26 @@ void actor_cell::drain_to_dead_letters(const char* reason) noexcept {
 // -- coroutine turns ----------------------------------------------------------------------------
 
 void actor_cell::begin_async_turn(intrusive_ptr<actor_target> sender) {
-  ext().async_sender = std::move(sender);
+  async_sender_ = std::move(sender);
   async_in_flight_ = true;
   update_suspended();
 }
 
 void actor_cell::end_async_turn(std::exception_ptr failure) {
   async_in_flight_ = false;
-  if (ext_) ext_->async_sender.reset();
-  std::unique_ptr<envelope_base> message(ext_ ? std::exchange(ext_->async_message, nullptr)
-                                              : nullptr);
+  const intrusive_ptr<actor_target> sender = std::move(async_sender_);
+  std::unique_ptr<envelope_base> message(std::exchange(async_message_, nullptr));
   if (failure && phase_ == phase::running) {
     std::string what = "in a coroutine handler";
     if (message && actor_ != nullptr) {
       try {
-        what += " of a message of type " + actor_->describe(*message);
+        what += " of a message of type " + message->describe();
       } catch (...) {
       }
+    }
+    if (sender) {
+      sender->notify_undelivered(make_error_code(errc::actor_failed),
+                                 path() + " failed " + what + ": " + describe_exception(failure));
     }
     fail(failure, what);
   }
@@ -670,6 +707,8 @@ void actor_cell::restart(std::exception_ptr error) {
   cancel_all_timers();
   cancel_receive_timeout();
   if (ext_) ext_->escalated.clear();
+  // Stashed messages go back in front of the mailbox; the fresh instance starts unstashed.
+  unstash_all();
   if (actor_ != nullptr) {
     try {
       actor_->pre_restart(error);
@@ -714,7 +753,7 @@ void actor_cell::handle_stop() {
   std::vector<intrusive_ptr<actor_cell>> kids;
   {
     std::lock_guard lock(system_.children_lock(this));
-    ext().children_closed = true;
+    children_closed_ = true;
     for (actor_cell* c = first_child_; c != nullptr; c = c->next_sibling_) {
       kids.emplace_back(c);
     }
@@ -787,7 +826,7 @@ void actor_cell::handle_child_terminated(actor_cell& child) {
     }
     if (child.next_sibling_ != nullptr) child.next_sibling_->prev_sibling_ = child.prev_sibling_;
     child.next_sibling_ = child.prev_sibling_ = nullptr;
-    if (ext_) {
+    if (ext_ && child.name_[0] != '$') {
       auto it = ext_->named_children.find(child.name_);
       if (it != ext_->named_children.end() && it->second == &child) ext_->named_children.erase(it);
     }
@@ -977,7 +1016,8 @@ void actor_cell::stash(envelope_base* e) {
 void actor_cell::unstash_all() {
   if (!ext_ || ext_->stash.empty()) return;
   auto& x = *ext_;
-  x.unstashed.insert(x.unstashed.begin(), x.stash.begin(), x.stash.end());
+  // Stashed messages go before those still waiting from an earlier unstash_all.
+  x.unstashed.insert(x.unstashed.end(), x.stash.rbegin(), x.stash.rend());
   x.stash.clear();
 }
 

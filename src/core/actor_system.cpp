@@ -64,6 +64,7 @@ void system_impl::start() {
     auto* cell = new actor_cell_of<guardian, decltype(factory)>(*this, nullptr, name,
                                                                 mailbox_config{}, factory);
     intrusive_ptr<actor_cell> ref(cell, adopt);
+    cell->prepare_for_foreign_spawns();
     cell->start();
     return ref;
   };

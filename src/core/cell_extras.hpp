@@ -31,7 +31,6 @@ struct timer_entry {
 struct cell_extras {
   // children (guarded by the system's children lock of this cell)
   std::unordered_map<std::string, actor_cell*> named_children;
-  bool children_closed = false;
 
   // death watch
   std::vector<intrusive_ptr<actor_target>> watchers;  // who is told when we stop
@@ -49,12 +48,11 @@ struct cell_extras {
   std::uint64_t idle_generation = 0;
 
   // stash
-  std::deque<envelope_base*> stash;
-  std::deque<envelope_base*> unstashed;  // handled before the mailbox
+  // Vectors, not deques: a deque allocates ~0.5 KB as soon as it exists.
+  std::vector<envelope_base*> stash;
+  std::vector<envelope_base*> unstashed;  // handled before the mailbox; stored last-first
 
   // coroutine turn
-  intrusive_ptr<actor_target> async_sender;
-  envelope_base* async_message = nullptr;  // kept (moved-from) to name it if the handler fails
   bool cancel_requested = false;
 
   // restarts (as a child)

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace troupe {
 
@@ -66,6 +67,7 @@ class steady_clock_source final : public clock {
   static void run(shared& s) {
     // Deadlines of 1 ms matter here; the default 50 us slack would dominate their lateness.
     ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    std::vector<clock::callback> due;
     std::unique_lock lock(s.mutex);
     while (!s.stopping) {
       if (s.queue.empty()) {
@@ -77,11 +79,12 @@ class steady_clock_source final : public clock {
         s.wake.wait_until(lock, next);
         continue;
       }
-      auto fn = s.queue.pop_due(std::chrono::steady_clock::now());
-      if (!fn) continue;
+      // Take everything due under one lock: thousands of 1 ms timers expire together.
+      const time_point now = std::chrono::steady_clock::now();
+      while (auto fn = s.queue.pop_due(now)) due.push_back(std::move(*fn));
       lock.unlock();
-      (*fn)();
-      fn.reset();
+      for (auto& fn : due) fn();
+      due.clear();  // destroyed unlocked: a callback may hold the last ref of an actor
       lock.lock();
     }
     // Callbacks left behind hold refs; drop them without running.

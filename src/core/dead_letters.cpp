@@ -41,7 +41,7 @@ void dead_letter_office::publish(detail::envelope_base* e, std::string recipient
     d.type = &owned->type();
     d.message_type = owned->kind == detail::envelope_kind::poison_pill
                          ? std::string("troupe::poison_pill")
-                         : detail::type_name(owned->type());
+                         : owned->describe();
     d.message = std::shared_ptr<void>(owned, owned->payload());
     log_rate_limited(d);
     // A dead letter about a dead letter is counted and logged, never re-published (no loops).

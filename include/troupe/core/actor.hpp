@@ -117,14 +117,16 @@ class actor_context {
 
   /// The sender of the message being handled; empty when it was sent without one.
   [[nodiscard]] untyped_ref sender() const { return untyped_ref(cell().current_sender()); }
-  /// Replies to the sender (e.g. an asker). Without a sender the reply goes to dead letters.
+  /// Replies to the sender (e.g. an asker). Without a sender the reply goes to dead letters
+  /// (errc::no_sender).
   template <class T>
   void reply(T&& value) const {
+    auto* e = new detail::envelope<std::decay_t<T>>(std::forward<T>(value));
     const auto& to = cell().current_sender();
     if (to) {
-      to->enqueue_any(new detail::envelope<std::decay_t<T>>(std::forward<T>(value)));
+      to->enqueue_any(e);
     } else {
-      reply_without_sender(typeid(T));
+      reply_without_sender(e);
     }
   }
 
@@ -142,7 +144,7 @@ class actor_context {
   static detail::intrusive_ptr<detail::actor_target> intrusive(detail::actor_cell& c) {
     return detail::intrusive_ptr<detail::actor_target>(&c);
   }
-  void reply_without_sender(const std::type_info& type) const;
+  void reply_without_sender(detail::envelope_base* e) const;
 
   detail::actor_cell* cell_;
 };
@@ -179,8 +181,6 @@ class actor_base {
   virtual bool handle(detail::envelope_base& e) = 0;
   /// Asks a running coroutine handler to stop (the actor is stopping).
   virtual void cancel_turn() noexcept {}
-  /// Readable type of a message (the active alternative for a variant).
-  virtual std::string describe(detail::envelope_base& e) const;
 
   actor_context context_;
 };
@@ -246,17 +246,6 @@ class basic_actor : public actor_base {
   /// Puts every stashed message back in front of the mailbox, in stash order.
   void unstash_all() { context().cell().unstash_all(); }
   [[nodiscard]] std::size_t stash_size() const { return context().cell().stash_size(); }
-
- private:
-  std::string describe(detail::envelope_base& e) const override {
-    if constexpr (detail::is_variant<M>::value) {
-      if (e.type() == typeid(M)) {
-        return std::visit([](const auto& alt) { return detail::type_name(typeid(alt)); },
-                          *static_cast<const M*>(e.payload()));
-      }
-    }
-    return detail::type_name(e.type());
-  }
 };
 
 /// An actor with a plain handler: `void receive(M& msg)`. M is usually a std::variant of

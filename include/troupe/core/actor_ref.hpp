@@ -87,8 +87,9 @@ class actor_ref : public untyped_ref {
   explicit actor_ref(detail::intrusive_ptr<detail::actor_target> target) noexcept
       : untyped_ref(std::move(target)) {}
 
-  /// Sends without waiting; callable from any thread. Never blocks. An undeliverable message
-  /// goes to dead letters; a full bounded mailbox with the `fail` policy throws troupe::error.
+  /// Sends without waiting; callable from any thread. Never blocks and never throws for the
+  /// recipient's sake: an undeliverable message (stopped recipient, full bounded mailbox) goes
+  /// to dead letters. Use try_tell or send to learn about a full mailbox.
   void tell(M msg) const {
     require_target();
     target_->enqueue(new detail::envelope<M>(std::move(msg)));

@@ -14,7 +14,7 @@ enum class errc {
   recipient_terminated,
   /// A bounded mailbox was full and its overflow policy rejected the message.
   mailbox_full,
-  /// An actor name is empty-looking, starts with '$' or has a character outside [A-Za-z0-9_-.@:+~].
+  /// An actor name starts with '$', is "." or "..", or has a character outside [A-Za-z0-9_-.@:+~].
   invalid_actor_name,
   /// A sibling with the same name is alive (or still stopping).
   actor_name_taken,

@@ -9,12 +9,13 @@ namespace troupe {
 /// What a full bounded mailbox does with one more message. Every rejected or dropped message
 /// is counted and reaches dead letters.
 enum class overflow_policy {
-  /// The send fails: try_tell returns errc::mailbox_full, tell and send throw troupe::error.
+  /// The send is refused: try_tell returns errc::mailbox_full, `co_await send()` throws
+  /// troupe::error; tell (which never reports) sends the message to dead letters.
   fail,
-  /// The message goes to dead letters; the sender is not told.
+  /// The message goes to dead letters and no form of send tells the sender.
   drop,
-  /// `co_await ref.send(msg)` waits for room; try_tell fails and tell throws (plain calls
-  /// cannot wait).
+  /// `co_await ref.send(msg)` waits for room; try_tell returns errc::mailbox_full and tell
+  /// sends to dead letters (plain calls cannot wait).
   suspend,
 };
 

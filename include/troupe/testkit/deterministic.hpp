@@ -24,10 +24,12 @@ class deterministic_system {
   [[nodiscard]] manual_clock& clock() noexcept { return *clock_; }
   /// Runs every pending turn; returns how many ran.
   std::size_t run() { return system_.run_until_idle(); }
-  /// Moves time forward, then runs what fell due.
+  /// Runs what is pending (so timers it starts count from now), moves time forward, then runs
+  /// what fell due.
   std::size_t advance(duration d) {
+    std::size_t turns = run();
     clock_->advance(d);
-    return run();
+    return turns + run();
   }
 
  private:

@@ -74,6 +74,9 @@ class actor_cell : public actor_target {
   /// Registers with the parent and runs constructor + pre_start on the calling thread (the
   /// cell is not visible to anyone else yet). Throws troupe::error for a bad or taken name.
   void start();
+  /// Guardians take spawns from any thread: create their rarely used state up front, so that
+  /// it is never created concurrently with a spawn.
+  void prepare_for_foreign_spawns() { (void)ext(); }
 
   // -- inside the actor's turn (via actor_context) ---------------------------------------------
   [[nodiscard]] actor_base* instance() const noexcept { return actor_; }
@@ -156,14 +159,16 @@ class actor_cell : public actor_target {
   std::atomic<std::uint32_t> state_{0};
   phase phase_ = phase::starting;
   bool async_in_flight_ = false;
+  bool children_closed_ = false;  // no more spawns: we are stopping (guarded by children lock)
   mpsc_queue mailbox_;
   std::atomic<system_message*> system_inbox_{nullptr};
   system_impl& system_;
   intrusive_ptr<actor_cell> parent_;
   std::string name_;
   actor_base* actor_ = nullptr;
-  system_message* local_head_ = nullptr;  // posts made from inside the turn, run before it ends
-  system_message* local_tail_ = nullptr;
+  // A coroutine handler's sender and message, kept until it ends (reply(), failure logs).
+  intrusive_ptr<actor_target> async_sender_;
+  envelope_base* async_message_ = nullptr;
   envelope_base* current_ = nullptr;
   bounded_mailbox* bounded_ = nullptr;
   std::unique_ptr<cell_extras> ext_;

@@ -21,8 +21,6 @@ namespace troupe::detail {
 
 /// The clock of a running system; null when the system is terminating.
 std::shared_ptr<clock> clock_of(system_impl* system) noexcept;
-/// Readable name of a type ("account_command::deposit").
-std::string type_name(const std::type_info& type);
 
 template <class R, class Handler>
 class ask_promise final : public actor_target {

@@ -9,10 +9,27 @@
 #include <string>
 #include <typeinfo>
 #include <utility>
+#include <variant>
 
 namespace troupe::detail {
 
 class actor_target;
+
+/// Readable name of a type ("account_command::deposit").
+std::string type_name(const std::type_info& type);
+
+/// Readable name of a payload: the active alternative when it is a std::variant.
+template <class T>
+std::string describe_payload(const T& value) {
+  if constexpr (requires {
+                  value.index();
+                  std::variant_size<T>::value;
+                }) {
+    return std::visit([](const auto& alt) { return type_name(typeid(alt)); }, value);
+  } else {
+    return type_name(typeid(T));
+  }
+}
 
 enum class envelope_kind : std::uint8_t {
   user,         // payload is the recipient's message type
@@ -41,6 +58,8 @@ struct envelope_base : mpsc_node {
   [[nodiscard]] virtual const std::type_info& type() const noexcept = 0;
   [[nodiscard]] virtual void* payload() noexcept = 0;
   [[nodiscard]] virtual timer_info timer() const noexcept { return {nullptr, 0}; }
+  /// Readable type of the payload (the alternative for a variant).
+  [[nodiscard]] virtual std::string describe() const { return type_name(type()); }
 };
 
 template <class T>
@@ -50,6 +69,7 @@ struct envelope final : envelope_base {
   explicit envelope(Args&&... args) : value(std::forward<Args>(args)...) {}
   [[nodiscard]] const std::type_info& type() const noexcept override { return typeid(T); }
   [[nodiscard]] void* payload() noexcept override { return &value; }
+  [[nodiscard]] std::string describe() const override { return describe_payload(value); }
 };
 
 struct poison_envelope final : envelope_base {
