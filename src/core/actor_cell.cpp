@@ -460,7 +460,7 @@ envelope_base* actor_cell::next_user_envelope() noexcept {
     return e;
   }
   auto* e = static_cast<envelope_base*>(mailbox_.pop());
-  if (e != nullptr && bounded_ != nullptr) {
+  if (e != nullptr && bounded_ != nullptr && e->kind == envelope_kind::user) {
     bounded_->size.fetch_sub(1, std::memory_order_seq_cst);
     if (bounded_->waiting.load(std::memory_order_seq_cst) > 0) admit_waiters();
   }
@@ -537,7 +537,9 @@ void actor_cell::drain_to_dead_letters(const char* reason) noexcept {
     ext_->stash.clear();
   }
   while (auto* e = static_cast<envelope_base*>(mailbox_.pop())) {
-    if (bounded_ != nullptr) bounded_->size.fetch_sub(1, std::memory_order_relaxed);
+    if (bounded_ != nullptr && e->kind == envelope_kind::user) {
+      bounded_->size.fetch_sub(1, std::memory_order_relaxed);
+    }
     if (e->kind == envelope_kind::poison_pill || e->kind == envelope_kind::timer ||
         e->kind == envelope_kind::idle) {
       delete e;  // the runtime's own signals are no one's lost mail

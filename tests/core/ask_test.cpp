@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <variant>
@@ -354,6 +355,35 @@ TEST(Ask, OnlyTheFirstReplyCounts) {
   probe.reply(2);  // the promise is done: ignored
   ASSERT_EQ(reply.wait_for(dilated(3s)), std::future_status::ready);
   EXPECT_EQ(reply.get(), 1);
+}
+
+// -- failing handlers ----------------------------------------------------------------------------
+
+/// Throws on every question, from a plain handler.
+class thrower final : public troupe::actor<question> {
+  void receive(question& /*unused*/) override { throw std::runtime_error("boom"); }
+};
+
+/// Throws on every question, from a coroutine handler.
+class async_thrower final : public troupe::async_actor<question> {
+  boost::asio::awaitable<void> receive(question /*unused*/) override {
+    throw std::runtime_error("boom");
+    co_return;
+  }
+};
+
+TEST(Ask, FailsAtOnceWithActorFailedWhenThePlainHandlerThrows) {
+  manual_time t;  // the clock never moves: only the failure can complete the ask
+  auto a = t.system.spawn<thrower>("thrower");
+  auto f = a.ask<int>(question{1}, std::chrono::hours(1), troupe::use_future);
+  EXPECT_EQ(failure_of(f, t), errc::actor_failed);
+}
+
+TEST(Ask, FailsAtOnceWithActorFailedWhenTheCoroutineHandlerThrows) {
+  manual_time t;
+  auto a = t.system.spawn<async_thrower>("async-thrower");
+  auto f = a.ask<int>(question{1}, std::chrono::hours(1), troupe::use_future);
+  EXPECT_EQ(failure_of(f, t), errc::actor_failed);
 }
 
 }  // namespace

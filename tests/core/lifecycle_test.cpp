@@ -230,7 +230,8 @@ TEST(Lifecycle, ChildrenAndChildFindTheLiveChildren) {
 TEST(Lifecycle, InvalidNamesThrowInvalidActorName) {
   actor_system system(small_config());
   test_probe<std::string> probe(system);
-  for (const char* bad : {"has space", "a/b", "tab\there", "ümlaut", "semi;colon", "#hash"}) {
+  for (const char* bad :
+       {"has space", "a/b", "tab\there", "ümlaut", "semi;colon", "#hash", ".", ".."}) {
     EXPECT_EQ(error_of([&] { (void)system.spawn<recorder>(bad, probe.ref()); }),
               errc::invalid_actor_name)
         << bad;

@@ -286,4 +286,42 @@ TEST(BoundedMailbox, SuspendPolicyCarriesEveryMessageInOrderAcrossWorkerThreads)
   EXPECT_EQ(system.dead_letters().count(), before + 1);  // only the try_tell
 }
 
+// -- runtime signals ----------------------------------------------------------------------------
+
+struct tick {};
+using ticker_msg = std::variant<item, tick>;
+
+/// A periodic timer feeding a bounded mailbox.
+class ticker final : public troupe::actor<ticker_msg> {
+ public:
+  explicit ticker(troupe::actor_ref<std::string> events) : events_(std::move(events)) {}
+
+ private:
+  void pre_start() override {
+    timers().start_periodic("tick", tick{}, std::chrono::milliseconds(10));
+  }
+  void receive(ticker_msg& msg) override {
+    events_.tell(std::holds_alternative<tick>(msg)
+                     ? std::string("tick")
+                     : "item " + std::to_string(std::get<item>(msg).n));
+  }
+  troupe::actor_ref<std::string> events_;
+};
+
+TEST(BoundedMailbox, TimerMessagesBypassTheBoundSoAPeriodicTimerNeverDies) {
+  troupe::testkit::deterministic_system ds;
+  test_probe<std::string> got(ds.system(), "got");
+  auto t = ds.system().spawn<ticker>(bounded("ticker", 1, overflow_policy::fail), got.ref());
+  ds.run();
+  t.tell(item{1});                                    // the mailbox is now full
+  ds.clock().advance(std::chrono::milliseconds(10));  // the tick arrives anyway
+  EXPECT_EQ(got.expect_message(), "item 1");
+  EXPECT_EQ(got.expect_message(), "tick");
+  t.tell(item{2});
+  ds.clock().advance(std::chrono::milliseconds(10));  // and keeps coming
+  EXPECT_EQ(got.expect_message(), "item 2");
+  EXPECT_EQ(got.expect_message(), "tick");
+  EXPECT_EQ(ds.system().dead_letters().count(), 0u);
+}
+
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <variant>
@@ -135,6 +136,56 @@ TEST(Stash, OverflowThrowsStashOverflowAndFailsTheActorLikeAnyException) {
   EXPECT_EQ(f.events.expect_message(), "overflow at 10000");
   // The exception escaped the handler: the /user guardian restarted the actor.
   EXPECT_EQ(f.events.expect_message(), "restarted");
+}
+
+// -- restart
+// ---------------------------------------------------------------------------------------
+
+struct crash {};
+using holder_msg = std::variant<work, open, crash>;
+
+/// Stashes work until opened; reports its stash size when restarted.
+class holder final : public troupe::actor<holder_msg> {
+ public:
+  explicit holder(troupe::actor_ref<std::string> events) : events_(std::move(events)) {}
+
+ private:
+  void post_restart(const std::exception_ptr& /*reason*/) override {
+    events_.tell("restarted with stash " + std::to_string(stash_size()));
+  }
+  void receive(holder_msg& msg) override {
+    std::visit(troupe::overloaded{
+                   [this](work& w) {
+                     if (open_) {
+                       events_.tell(std::to_string(w.n));
+                     } else {
+                       stash(w);
+                     }
+                   },
+                   [this](open&) {
+                     open_ = true;
+                     unstash_all();
+                   },
+                   [](crash&) { throw std::runtime_error("crash"); },
+               },
+               msg);
+  }
+  troupe::actor_ref<std::string> events_;
+  bool open_ = false;
+};
+
+TEST(Stash, ARestartPutsStashedMessagesBackInFrontOfTheMailbox) {
+  troupe::testkit::deterministic_system ds;
+  test_probe<std::string> events(ds.system(), "events");
+  auto h = ds.system().spawn<holder>("holder", events.ref());
+  h.tell(work{1});
+  h.tell(work{2});
+  h.tell(crash{});
+  h.tell(open{});  // handled by the fresh instance, after the two returned messages
+  EXPECT_EQ(events.expect_message(), "restarted with stash 0");
+  // The fresh instance is closed: it stashes 1 and 2 again, then opens and handles them.
+  EXPECT_EQ(events.expect_message(), "1");
+  EXPECT_EQ(events.expect_message(), "2");
 }
 
 }  // namespace
