@@ -18,15 +18,7 @@ namespace troupe {
 
 namespace detail {
 
-spdlog::logger& runtime_logger() {
-  static const std::shared_ptr<spdlog::logger> logger = [] {
-    auto existing = spdlog::get("troupe");
-    if (existing) return existing;
-    auto created = spdlog::stderr_color_mt("troupe");
-    return created;
-  }();
-  return *logger;
-}
+spdlog::logger& runtime_logger() { return *troupe::logger(); }
 
 std::string type_name(const std::type_info& type) {
   int status = 0;
@@ -50,6 +42,15 @@ actor_cell& require_current_cell() {
 std::shared_ptr<clock> clock_of_cell(actor_cell& cell) { return cell.system().clock_ptr(); }
 
 }  // namespace detail
+
+const std::shared_ptr<spdlog::logger>& logger() {
+  static const std::shared_ptr<spdlog::logger> the_logger = [] {
+    // An application may register its own "troupe" logger before the runtime first logs.
+    auto existing = spdlog::get("troupe");
+    return existing ? existing : spdlog::stderr_color_mt("troupe");
+  }();
+  return the_logger;
+}
 
 // -- actor_context ------------------------------------------------------------------------------
 

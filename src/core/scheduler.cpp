@@ -8,6 +8,17 @@ namespace troupe::detail {
 
 namespace {
 
+/// A full barrier between our last write and our next read (the park/notify handshake).
+/// ThreadSanitizer does not model fences, so there a seq_cst RMW stands in for it.
+inline void store_load_barrier(std::atomic<int>& on) noexcept {
+#if defined(__SANITIZE_THREAD__)
+  on.fetch_add(0, std::memory_order_seq_cst);
+#else
+  (void)on;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -165,8 +176,8 @@ actor_cell* scheduler::pop_global() noexcept {
 }
 
 void scheduler::notify_one() noexcept {
-  // Pairs with the fence in park(): either we see the parked count or it sees our work.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // Pairs with the barrier in park(): either we see the parked count or it sees our work.
+  store_load_barrier(parked_);
   if (parked_.load(std::memory_order_seq_cst) == 0) return;
   if (spinning_.load(std::memory_order_seq_cst) > 0) return;  // a spinner will find it
   for (auto& w : workers_) {
@@ -229,7 +240,7 @@ void scheduler::park(worker& w) {
     w.parked = true;
   }
   parked_.fetch_add(1, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  store_load_barrier(parked_);
   if (!has_work() && !stopping_.load()) {
     std::unique_lock g(w.park_mutex);
     w.park_cv.wait(g, [&] { return w.notified || stopping_.load(); });

@@ -234,11 +234,7 @@ TEST(Ask, TimeoutInsideAnAsyncActorThrowsAskTimeout) {
 
   a.tell(ask_mute{m});
   // The ask is armed once the question reached the mute actor; wait for that without sleeping.
-  const auto deadline = std::chrono::steady_clock::now() + dilated(3s);
-  while (t.clock->pending() == 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::yield();
-  }
-  ASSERT_EQ(t.clock->pending(), 1U);
+  troupe::testkit::await_condition([&] { return t.clock->pending() == 1; }, 3s, "an armed ask");
   probe.expect_no_message(10ms);
   t.clock->advance(10s);
   EXPECT_EQ(probe.expect_message(), "error ask_timeout");

@@ -127,6 +127,8 @@ TEST(CoroutineActor, OtherActorsKeepRunningWhileSomeAwait) {
     EXPECT_EQ(replies.expect_message(), n + 1);
   }
 
+  // A sleeper tells "start" just before it arms its timer: wait until all four are armed.
+  troupe::testkit::await_condition([&] { return clock->pending() == 4; }, 3s, "four armed timers");
   clock->advance(1h);
   for (int n = 0; n < 4; ++n) EXPECT_EQ(ev.expect_message().substr(0, 4), "end ");
 }

@@ -2,6 +2,7 @@
 // Dead letters: what a subscriber learns about an undelivered message, the count, and replies
 // that have nobody to go to.
 #include <troupe/core/actor_system.hpp>
+#include <troupe/testkit/log_capture.hpp>
 #include <troupe/testkit/test_probe.hpp>
 
 #include <gtest/gtest.h>
@@ -24,6 +25,7 @@ using troupe::actor_system;
 using troupe::dead_letter;
 using troupe::system_config;
 using troupe::untyped_ref;
+using troupe::testkit::log_capture;
 using troupe::testkit::test_probe;
 
 system_config small_config() { return system_config{}.with_name("dead-letters").with_workers(2); }
@@ -159,36 +161,6 @@ TEST(DeadLetters, AnActorCanSubscribe) {
 }
 
 // -- replies without a sender --------------------------------------------------------------------
-
-/// Collects what the "troupe" logger writes while it is alive; read it only once the actor
-/// system is gone (no thread logs then).
-class log_capture {
- public:
-  log_capture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) {
-    sink_->set_pattern("%l %v");
-    logger_ = spdlog::get("troupe");
-    if (!logger_) {
-      // The runtime takes a logger registered under this name before creating its own.
-      logger_ = std::make_shared<spdlog::logger>(
-          "troupe", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-      spdlog::register_logger(logger_);
-    }
-    logger_->sinks().push_back(sink_);
-  }
-  ~log_capture() {
-    auto& sinks = logger_->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  log_capture(const log_capture&) = delete;
-  log_capture& operator=(const log_capture&) = delete;
-
-  [[nodiscard]] std::string text() const { return text_.str(); }
-
- private:
-  std::ostringstream text_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-  std::shared_ptr<spdlog::logger> logger_;
-};
 
 struct request {
   int n;

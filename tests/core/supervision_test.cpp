@@ -5,6 +5,7 @@
 #include <troupe/core/async_actor.hpp>
 #include <troupe/core/supervision.hpp>
 #include <troupe/testkit/deterministic.hpp>
+#include <troupe/testkit/log_capture.hpp>
 #include <troupe/testkit/test_probe.hpp>
 
 #include <boost/asio/awaitable.hpp>
@@ -31,67 +32,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::HasSubstr;
+using troupe::testkit::log_capture;
 using troupe::testkit::test_probe;
-
-// -- log capture --------------------------------------------------------------------------------
-
-/// Keeps every line the runtime logs, so a test can check what a failure reported.
-class capture_sink final : public spdlog::sinks::base_sink<std::mutex> {
- public:
-  /// Waits until a line containing every one of `parts` was logged; returns that line, or an
-  /// empty string after `timeout`.
-  std::string wait_for_line(const std::vector<std::string>& parts, troupe::duration timeout = 3s) {
-    std::unique_lock lock(mutex_);
-    std::string found;
-    auto match = [&] {
-      for (const auto& line : lines_) {
-        if (std::all_of(parts.begin(), parts.end(),
-                        [&](const std::string& p) { return line.find(p) != std::string::npos; })) {
-          found = line;
-          return true;
-        }
-      }
-      return false;
-    };
-    logged_.wait_for(lock, troupe::testkit::dilated(timeout), match);
-    return found;
-  }
-
- protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override {
-    lines_.emplace_back(msg.payload.data(), msg.payload.size());
-    logged_.notify_all();
-  }
-  void flush_() override {}
-
- private:
-  std::condition_variable logged_;
-  std::vector<std::string> lines_;
-};
-
-/// Adds a capture sink to the "troupe" logger for the lifetime of a test; declared before the
-/// actor system so that it outlives it.
-class log_capture {
- public:
-  log_capture() : sink_(std::make_shared<capture_sink>()) {
-    logger_ = spdlog::get("troupe");
-    if (!logger_) logger_ = spdlog::stderr_color_mt("troupe");  // the runtime will use this one
-    logger_->sinks().push_back(sink_);
-  }
-  ~log_capture() {
-    auto& sinks = logger_->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  log_capture(const log_capture&) = delete;
-  log_capture& operator=(const log_capture&) = delete;
-
-  capture_sink& operator*() const { return *sink_; }
-  capture_sink* operator->() const { return sink_.get(); }
-
- private:
-  std::shared_ptr<spdlog::logger> logger_;
-  std::shared_ptr<capture_sink> sink_;
-};
 
 // -- actors -------------------------------------------------------------------------------------
 
@@ -294,7 +236,7 @@ TEST(Supervision, PlainHandlerExceptionIsLoggedWithPathAndMessageTypeAndReachesT
   c.tell(fail_now{"boom in handler"});
 
   EXPECT_EQ(decisions.expect_message(), "boom in handler");
-  const std::string line = log->wait_for_line({"/user/sup/child", "boom in handler"});
+  const std::string line = log.wait_for_line({"/user/sup/child", "boom in handler"});
   EXPECT_THAT(line, HasSubstr("fail_now"));
   EXPECT_EQ(count_of(c, replies), 1);
 }
@@ -314,7 +256,7 @@ TEST(Supervision, CoroutineExceptionBeforeTheFirstAwaitIsHandledLikeAPlainOne) {
   c.tell(fail_now{"boom before await"});
 
   EXPECT_EQ(decisions.expect_message(), "boom before await");
-  const std::string line = log->wait_for_line({"/user/sup/child", "boom before await"});
+  const std::string line = log.wait_for_line({"/user/sup/child", "boom before await"});
   EXPECT_THAT(line, HasSubstr("fail_now"));
   EXPECT_EQ(count_of(c, replies), 1);
 }
@@ -334,7 +276,7 @@ TEST(Supervision, CoroutineExceptionAfterAnAwaitIsHandledLikeAPlainOne) {
   c.tell(fail_now{"boom after await", true});
 
   EXPECT_EQ(decisions.expect_message(), "boom after await");
-  const std::string line = log->wait_for_line({"/user/sup/child", "boom after await"});
+  const std::string line = log.wait_for_line({"/user/sup/child", "boom after await"});
   EXPECT_THAT(line, HasSubstr("fail_now"));
   EXPECT_EQ(count_of(c, replies), 1);
 }
@@ -353,7 +295,7 @@ TEST(Supervision, ConstructorExceptionIsLoggedAndTheChildIsBuiltAgain) {
   auto c = child_of(sup, refs);
 
   EXPECT_EQ(decisions.expect_message(), "constructor failed");
-  EXPECT_THAT(log->wait_for_line({"/user/sup/child", "constructor failed"}),
+  EXPECT_THAT(log.wait_for_line({"/user/sup/child", "constructor failed"}),
               HasSubstr("constructor"));
   EXPECT_EQ(count_of(c, replies), 2);
 }
@@ -371,7 +313,7 @@ TEST(Supervision, PreStartExceptionIsLoggedAndTheChildIsRestarted) {
   auto c = child_of(sup, refs);
 
   EXPECT_EQ(decisions.expect_message(), "pre_start failed");
-  EXPECT_THAT(log->wait_for_line({"/user/sup/child", "pre_start failed"}), HasSubstr("pre_start"));
+  EXPECT_THAT(log.wait_for_line({"/user/sup/child", "pre_start failed"}), HasSubstr("pre_start"));
   EXPECT_EQ(count_of(c, replies), 2);
 }
 
@@ -484,7 +426,7 @@ TEST(Supervision, EscalatingFailsTheParentWhichItsOwnParentHandles) {
   // The grandparent decides on the grandchild's exception, and restarts the parent, which stops
   // its old child and spawns a new one.
   EXPECT_EQ(decisions.expect_message(), "boom from the grandchild");
-  EXPECT_THAT(log->wait_for_line({"[/user/gp/parent] ", "boom from the grandchild"}),
+  EXPECT_THAT(log.wait_for_line({"[/user/gp/parent] ", "boom from the grandchild"}),
               HasSubstr("escalated"));
   refs.expect_terminated(old_child);
   EXPECT_EQ(parent_hooks.expect_message(), "supervisor post_stop");
@@ -556,7 +498,7 @@ TEST(Supervision, ThirdFailureWithinTheWindowStopsAChildAllowedTwoRestarts) {
   c.tell(fail_now{"third"});
 
   refs.expect_terminated(c);
-  EXPECT_THAT(log->wait_for_line({"/user/sup/child", "stopped"}), HasSubstr("2 restarts"));
+  EXPECT_THAT(log.wait_for_line({"/user/sup/child", "stopped"}), HasSubstr("2 restarts"));
   // Two restarts, then the final stop; one child, so its hooks arrive in order.
   for (const char* expected :
        {"pre_start", "pre_restart: first", "post_stop", "post_restart: first", "pre_start",

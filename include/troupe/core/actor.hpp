@@ -14,6 +14,7 @@
 #include <spdlog/logger.h>
 
 #include <exception>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -25,6 +26,11 @@ namespace troupe {
 
 class actor_system;
 class actor_base;
+
+/// The runtime's spdlog logger, named "troupe": set its level or add sinks before creating an
+/// actor system (spdlog's sink list must not change while threads log). An application may
+/// instead register its own logger under that name before the runtime first logs.
+const std::shared_ptr<spdlog::logger>& logger();
 
 namespace detail {
 /// The library's logger ("troupe").

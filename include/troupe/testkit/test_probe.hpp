@@ -16,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <typeinfo>
 
 namespace troupe::testkit {
@@ -31,6 +32,21 @@ inline duration dilated(duration d) {
   const char* f = std::getenv("TROUPE_TEST_TIMEFACTOR");
   const double factor = f != nullptr ? std::atof(f) : 1.0;
   return std::chrono::duration_cast<duration>(d * (factor > 0 ? factor : 1.0));
+}
+
+/// Waits until `condition()` holds (Akka's awaitCond), polling; throws expectation_failed after
+/// `timeout` (scaled by TROUPE_TEST_TIMEFACTOR). For states no message announces, e.g. "the
+/// actors have armed their timers" before a test advances a manual clock.
+template <class Condition>
+void await_condition(Condition condition, duration timeout = std::chrono::seconds(3),
+                     const std::string& what = "condition") {
+  const auto deadline = std::chrono::steady_clock::now() + dilated(timeout);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw expectation_failed(what + " did not hold within timeout");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
 }
 
 namespace detail {
