@@ -102,4 +102,15 @@ void actor_base::pre_restart(const std::exception_ptr& /*reason*/) {
 
 void actor_base::post_restart(const std::exception_ptr& /*reason*/) { pre_start(); }
 
+const entity_identity& actor_base::entity() const {
+  const auto& identity = context_.entity();
+  if (!identity) {
+    throw error(errc::not_an_entity,
+                context_.path() +
+                    " is not a sharded entity: entity() and entity_id() are set only on actors "
+                    "spawned by sharding (or with spawn_options::with_entity)");
+  }
+  return *identity;
+}
+
 }  // namespace troupe

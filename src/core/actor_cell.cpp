@@ -115,6 +115,11 @@ std::string actor_cell::path() const {
 
 system_impl* actor_cell::owner() const noexcept { return &system_; }
 
+const std::optional<entity_identity>& actor_cell::entity() const noexcept {
+  static const std::optional<entity_identity> none;
+  return none;
+}
+
 void actor_cell::start() {
   if (name_.empty()) {
     name_ = system_.anonymous_name();

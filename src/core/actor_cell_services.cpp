@@ -52,7 +52,8 @@ void actor_cell::handle_unwatch(const intrusive_ptr<actor_target>& watcher) {
 }
 
 void actor_cell::handle_terminated(const intrusive_ptr<actor_target>& who) {
-  if (!ext_ || actor_ == nullptr || phase_ == phase::dead) return;
+  // A stopping actor handles no more signals: its own children stopping is its business only.
+  if (!ext_ || actor_ == nullptr || phase_ == phase::dead || phase_ == phase::terminating) return;
   auto& watching = ext_->watching;
   auto it = std::find(watching.begin(), watching.end(), who);
   if (it == watching.end()) return;  // unwatched meanwhile

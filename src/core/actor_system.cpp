@@ -168,10 +168,27 @@ actor_system::~actor_system() {
         impl_->config().name, impl_->config().shutdown_timeout.count());
   }
   impl_->shutdown_threads();
+  {
+    // Newest first: a later extension may use an earlier one.
+    std::lock_guard lock(impl_->extensions_mutex_);
+    while (!impl_->extensions_.empty()) impl_->extensions_.pop_back();
+  }
   impl_->detach_facade();
   impl_->dead_letters().unsubscribe_all();
   impl_->release_guardians();
   impl_.reset();  // the last actor ref frees the runtime
+}
+
+void* actor_system::extension_slot(const std::type_info& type,
+                                   const std::function<std::shared_ptr<void>()>& make) {
+  std::lock_guard lock(impl_->extensions_mutex_);
+  for (auto& [key, value] : impl_->extensions_) {
+    if (key == std::type_index(type)) return value.get();
+  }
+  auto created = make();
+  void* raw = created.get();
+  impl_->extensions_.emplace_back(std::type_index(type), std::move(created));
+  return raw;
 }
 
 void actor_system::stop(const untyped_ref& ref) {

@@ -33,6 +33,10 @@ class troupe_category final : public std::error_category {
         return "invalid configuration";
       case errc::not_in_actor:
         return "not inside an actor";
+      case errc::not_an_entity:
+        return "not a sharded entity";
+      case errc::invalid_entity_id:
+        return "invalid entity id";
     }
     return "unknown troupe error";
   }

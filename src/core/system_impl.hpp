@@ -19,6 +19,9 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <typeindex>
+#include <utility>
+#include <vector>
 
 namespace troupe::detail {
 
@@ -72,6 +75,12 @@ class system_impl final : public ref_counted {
   intrusive_ptr<actor_cell> system_guardian_;
   std::array<std::mutex, 64> children_locks_;
   std::atomic<std::uint64_t> anonymous_counter_{0};
+
+  // Extensions may create others while being created (recursive lock); ordered by creation so
+  // that they are destroyed in reverse.
+  std::recursive_mutex extensions_mutex_;
+  std::vector<std::pair<std::type_index, std::shared_ptr<void>>> extensions_;
+  friend class troupe::actor_system;
 
   std::mutex termination_mutex_;
   std::condition_variable termination_cv_;

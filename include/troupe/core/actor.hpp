@@ -7,6 +7,7 @@
 #include <troupe/core/clock.hpp>
 #include <troupe/core/detail/actor_cell.hpp>
 #include <troupe/core/detail/ask_promise.hpp>
+#include <troupe/core/entity_identity.hpp>
 #include <troupe/core/errc.hpp>
 #include <troupe/core/mailbox.hpp>
 #include <troupe/core/supervision.hpp>
@@ -15,6 +16,7 @@
 
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -44,9 +46,16 @@ actor_ref<typename A::message_type> spawn_actor(actor_cell& parent, spawn_option
                      void* where) -> A* {
     return std::apply([where](const auto&... a) { return new (where) A(a...); }, tuple);
   };
-  auto* cell = new actor_cell_of<A, decltype(factory)>(parent.system(), intrusive_ptr(&parent),
-                                                       std::move(options.name), options.mailbox,
-                                                       std::move(factory));
+  actor_cell* cell;
+  if (options.entity) {
+    cell = new entity_cell_of<A, decltype(factory)>(parent.system(), intrusive_ptr(&parent),
+                                                    std::move(options.name), options.mailbox,
+                                                    std::move(factory), std::move(*options.entity));
+  } else {
+    cell = new actor_cell_of<A, decltype(factory)>(parent.system(), intrusive_ptr(&parent),
+                                                   std::move(options.name), options.mailbox,
+                                                   std::move(factory));
+  }
   intrusive_ptr<actor_cell> ref(cell, adopt);
   cell->start();
   return actor_ref<typename A::message_type>(intrusive_ptr<actor_target>(std::move(ref)));
@@ -138,6 +147,10 @@ class actor_context {
 
   [[nodiscard]] actor_logger log() const { return actor_logger(path()); }
 
+  /// The entity identity when this actor is a sharded entity; empty otherwise (also for an
+  /// entity's own children). Set before the constructor runs.
+  [[nodiscard]] const std::optional<entity_identity>& entity() const { return cell().entity(); }
+
   [[nodiscard]] detail::actor_cell& cell() const {
     if (cell_ == nullptr) {
       throw error(errc::not_in_actor,
@@ -167,6 +180,12 @@ class actor_base {
 
   [[nodiscard]] actor_context& context() noexcept { return context_; }
   [[nodiscard]] const actor_context& context() const noexcept { return context_; }
+
+  /// This entity's id, as the type's extractor returned it. Throws errc::not_an_entity for an
+  /// actor that is not a sharded entity.
+  [[nodiscard]] const std::string& entity_id() const { return entity().entity_id; }
+  /// This entity's id, type name and shard. Throws errc::not_an_entity like entity_id().
+  [[nodiscard]] const entity_identity& entity() const;
 
   /// After construction, before the first message.
   virtual void pre_start() {}

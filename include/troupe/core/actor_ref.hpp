@@ -53,6 +53,25 @@ class untyped_ref {
     target_->enqueue_any(new detail::envelope<std::decay_t<T>>(std::forward<T>(msg)));
   }
 
+  /// Asks with a message whose type the recipient checks on arrival (see tell_any); the
+  /// reply handling is as for actor_ref<M>::ask.
+  template <class R, class T, class Token = boost::asio::use_awaitable_t<>>
+  auto ask_any(T msg, duration timeout, Token&& token = {}) const {
+    static_assert(
+        std::is_default_constructible_v<R>,
+        "ask<R>: the reply type must be default-constructible (it fills the failed case)");
+    return boost::asio::async_initiate<Token, void(std::exception_ptr, R)>(
+        [](auto handler, detail::intrusive_ptr<detail::actor_target> target, T message,
+           duration limit) {
+          auto promise = detail::make_ask_promise<R>(std::move(handler), target, limit);
+          if (!promise) return;
+          auto* e = new detail::envelope<T>(std::move(message));
+          e->sender = promise;
+          target->enqueue_any(e);
+        },
+        token, target_, std::move(msg), timeout);
+  }
+
   /// Sends a poison pill: the actor stops after handling what is already queued.
   void tell(poison_pill /*unused*/) const {
     require_target();

@@ -11,8 +11,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <typeinfo>
 
 namespace boost::asio {
 class io_context;
@@ -116,9 +118,20 @@ class actor_system {
   /// number of turns run.
   std::size_t run_until_idle();
 
+  /// The system's single instance of T, created on first use as T(actor_system&) and destroyed
+  /// after the actors: how the layers above the core attach to a system (e.g. sharding).
+  template <class T>
+  T& extension() {
+    return *static_cast<T*>(extension_slot(
+        typeid(T), [this] { return std::shared_ptr<void>(std::make_shared<T>(*this)); }));
+  }
+
   [[nodiscard]] detail::system_impl& impl() noexcept { return *impl_; }
 
  private:
+  void* extension_slot(const std::type_info& type,
+                       const std::function<std::shared_ptr<void>()>& make);
+
   detail::intrusive_ptr<detail::system_impl> impl_;
 };
 

@@ -32,6 +32,10 @@ enum class errc {
   invalid_config,
   /// The operation is allowed only inside an actor's turn.
   not_in_actor,
+  /// The actor is not a sharded entity (it has no entity identity).
+  not_an_entity,
+  /// A message could not be routed to an entity: empty id, a throwing extractor, unknown type.
+  invalid_entity_id,
 };
 
 /// The `std::error_category` of troupe::errc.

@@ -1,7 +1,10 @@
 #pragma once
 /// Mailbox choices: unbounded (the default) or bounded with an explicit overflow policy.
 
+#include <troupe/core/entity_identity.hpp>
+
 #include <cstddef>
+#include <optional>
 #include <string>
 
 namespace troupe {
@@ -30,7 +33,7 @@ struct mailbox_config {
   }
 };
 
-/// How to spawn an actor: its name (empty for a generated one) and mailbox.
+/// How to spawn an actor: its name (empty for a generated one), mailbox and entity identity.
 struct spawn_options {
   std::string name;
   mailbox_config mailbox{};
@@ -40,8 +43,16 @@ struct spawn_options {
   spawn_options(std::string n) : name(std::move(n)) {}  // NOLINT(google-explicit-constructor)
   spawn_options(std::string_view n) : name(n) {}        // NOLINT(google-explicit-constructor)
 
+  /// Marks the actor as a sharded entity with this identity (context().entity(), entity_id()).
+  /// Sharding sets it; tests use it to run an entity alone, without sharding.
+  std::optional<entity_identity> entity;
+
   spawn_options& with_mailbox(mailbox_config m) {
     mailbox = m;
+    return *this;
+  }
+  spawn_options& with_entity(entity_identity identity) {
+    entity = std::move(identity);
     return *this;
   }
 };

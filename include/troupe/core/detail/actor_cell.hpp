@@ -8,6 +8,7 @@
 #include <troupe/core/detail/envelope.hpp>
 #include <troupe/core/detail/message_convert.hpp>
 #include <troupe/core/detail/mpsc_queue.hpp>
+#include <troupe/core/entity_identity.hpp>
 #include <troupe/core/mailbox.hpp>
 #include <troupe/core/supervision.hpp>
 
@@ -16,6 +17,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +68,8 @@ class actor_cell : public actor_target {
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] actor_cell* parent() const noexcept { return parent_.get(); }
   [[nodiscard]] system_impl& system() const noexcept { return system_; }
+  /// The entity identity it was spawned with; empty for ordinary actors.
+  [[nodiscard]] virtual const std::optional<entity_identity>& entity() const noexcept;
 
   // -- scheduling (worker thread) --------------------------------------------------------------
   /// Runs one turn: system messages, then up to `throughput` user messages.
@@ -184,7 +188,7 @@ actor_cell* constructing_cell() noexcept;
 /// A cell holding an actor of type A, built by `Factory` (a callable returning nothing that
 /// placement-constructs A at the given address). Instance and cell share one allocation.
 template <class A, class Factory>
-class actor_cell_of final : public actor_cell {
+class actor_cell_of : public actor_cell {
  public:
   actor_cell_of(system_impl& system, intrusive_ptr<actor_cell> parent, std::string name,
                 const mailbox_config& mailbox, Factory factory)
@@ -214,6 +218,24 @@ class actor_cell_of final : public actor_cell {
  private:
   [[no_unique_address]] Factory factory_;
   alignas(A) unsigned char storage_[sizeof(A)];
+};
+
+/// A cell for a sharded entity: the same, plus its identity (ordinary actors pay nothing).
+template <class A, class Factory>
+class entity_cell_of final : public actor_cell_of<A, Factory> {
+ public:
+  entity_cell_of(system_impl& system, intrusive_ptr<actor_cell> parent, std::string name,
+                 const mailbox_config& mailbox, Factory factory, entity_identity identity)
+      : actor_cell_of<A, Factory>(system, std::move(parent), std::move(name), mailbox,
+                                  std::move(factory)),
+        identity_(std::move(identity)) {}
+
+  [[nodiscard]] const std::optional<entity_identity>& entity() const noexcept override {
+    return identity_;
+  }
+
+ private:
+  std::optional<entity_identity> identity_;
 };
 
 }  // namespace troupe::detail

@@ -1,0 +1,181 @@
+#pragma once
+/// INTERNAL. A region: one per sharded type on this node. Reads the entity id of each message,
+/// hashes it to a shard, spawns the shard on demand and forwards; decides passivation for the
+/// whole node (it sees all traffic) and keeps the figures introspection reports.
+
+#include <troupe/core/actor.hpp>
+#include <troupe/sharding/detail/shard_actor.hpp>
+#include <troupe/sharding/entity_path.hpp>
+#include <troupe/sharding/hot_keys.hpp>
+#include <troupe/sharding/messages.hpp>
+#include <troupe/sharding/passivation_policy.hpp>
+#include <troupe/sharding/shard_id.hpp>
+#include <troupe/sharding/sharding_options.hpp>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace troupe::sharding::detail {
+
+template <class M>
+using region_message = std::variant<M, routed<M>, entity_started, entity_stopped, passivation_tick,
+                                    hot_keys_tick, get_region_state>;
+
+/// Everything a region runs with.
+template <class M>
+struct region_setup {
+  region_settings settings;
+  entity_spawner<M> spawn_entity;
+  entity_id_extractor<M> extract_entity_id;
+  std::function<M(M)> extract_entity_message;
+  std::function<shard_id(const std::string&)> extract_shard_id;
+};
+
+template <class M>
+class region_actor final : public actor<region_message<M>> {
+ public:
+  explicit region_actor(std::shared_ptr<const region_setup<M>> setup)
+      : setup_(std::move(setup)),
+        policy_(
+            passivation_settings{setup_->settings.passivation_idle, setup_->settings.max_entities}),
+        hot_(64) {}
+
+ private:
+  struct shard_entry {
+    actor_ref<shard_message<M>> ref;
+    std::size_t entities = 0;
+    std::uint64_t messages = 0;
+  };
+
+  void pre_start() override {
+    const duration idle = setup_->settings.passivation_idle;
+    if (idle > duration::zero()) {
+      // Checked twice per window: an idle entity stops between idle and 1.5 x idle.
+      this->timers().start_periodic("passivation", passivation_tick{}, idle / 2);
+    }
+    // The hot-key window: ids counted over the last 30 to 60 seconds.
+    this->timers().start_periodic("hot-keys", hot_keys_tick{}, std::chrono::seconds(30));
+  }
+
+  void receive(region_message<M>& msg) override {
+    std::visit(overloaded{
+                   [this](M& m) { route_extracting(std::move(m)); },
+                   [this](routed<M>& r) { route(std::move(r.entity_id), std::move(r.message)); },
+                   [this](entity_started& s) { ++shards_[s.shard].entities; },
+                   [this](entity_stopped& s) {
+                     auto& e = shards_[s.shard];
+                     if (e.entities > 0) --e.entities;
+                     policy_.entity_stopped(entity_key{s.shard, std::move(s.entity_id)});
+                   },
+                   [this](passivation_tick&) { on_tick(); },
+                   [this](hot_keys_tick&) { hot_.rotate(); },
+                   [this](get_region_state&) { this->context().reply(state()); },
+               },
+               msg);
+  }
+
+  void route_extracting(M message) {
+    std::string id;
+    try {
+      if (!setup_->extract_entity_id) {
+        reject(std::move(message), "type '" + setup_->settings.type_name +
+                                       "' was started without an entity-id extractor");
+        return;
+      }
+      id = setup_->extract_entity_id(message);
+    } catch (const std::exception& e) {
+      reject(std::move(message), std::string("the entity-id extractor threw: ") + e.what());
+      return;
+    }
+    route(std::move(id), std::move(message));
+  }
+
+  void route(std::string id, M message) {
+    if (id.empty()) {
+      reject(std::move(message), "empty entity id");
+      return;
+    }
+    shard_id shard;
+    try {
+      shard = setup_->extract_shard_id ? setup_->extract_shard_id(id)
+                                       : shard_of(id, setup_->settings.num_shards);
+      if (setup_->extract_entity_message)
+        message = setup_->extract_entity_message(std::move(message));
+    } catch (const std::exception& e) {
+      reject(std::move(message), std::string("cannot route entity '") + id + "': " + e.what());
+      return;
+    }
+    // Only messages that come through sharding count as an entity's activity.
+    if (setup_->settings.passivation_idle > duration::zero() || setup_->settings.max_entities > 0) {
+      for (auto& victim :
+           policy_.entity_touched(entity_key{shard, id}, this->context().clock().now())) {
+        passivate(victim);
+      }
+    }
+    hot_.record(id);
+    auto& entry = shard_for(shard);
+    ++entry.messages;
+    entry.ref.tell(deliver<M>{std::move(id), std::move(message)}, this->context().sender());
+  }
+
+  shard_entry& shard_for(shard_id shard) {
+    auto& entry = shards_[shard];
+    if (!entry.ref) {
+      auto setup = std::make_shared<shard_setup<M>>();
+      setup->type_name = setup_->settings.type_name;
+      setup->id = shard;
+      setup->spawn_entity = setup_->spawn_entity;
+      setup->region = this->context().self_ref();
+      setup->buffer_size = setup_->settings.buffer_size;
+      setup->report_started = [](const untyped_ref& region, entity_started s) {
+        region.tell_any(region_message<M>(std::in_place_type<entity_started>, s));
+      };
+      setup->report_stopped = [](const untyped_ref& region, entity_stopped s) {
+        region.tell_any(region_message<M>(std::in_place_type<entity_stopped>, std::move(s)));
+      };
+      entry.ref = this->context().template spawn<shard_actor<M>>(
+          shard_child_name(shard), std::shared_ptr<const shard_setup<M>>(std::move(setup)));
+    }
+    return entry;
+  }
+
+  void passivate(const entity_key& key) {
+    auto it = shards_.find(key.shard);
+    if (it == shards_.end() || !it->second.ref) return;
+    it->second.ref.tell(passivate_entity{key.id});
+  }
+
+  void on_tick() {
+    for (auto& victim : policy_.interval_passed(this->context().clock().now())) passivate(victim);
+  }
+
+  [[nodiscard]] region_state state() {
+    region_state out;
+    out.type_name = setup_->settings.type_name;
+    out.num_shards = setup_->settings.num_shards;
+    for (const auto& [id, entry] : shards_) {
+      out.shards.push_back(
+          shard_info{id, entry.entities, static_cast<bool>(entry.ref), true, entry.messages});
+    }
+    out.hottest = hot_.top(10);
+    return out;
+  }
+
+  void reject(M message, std::string reason) {
+    auto* e = new troupe::detail::envelope<M>(std::move(message));
+    e->sender = this->context().sender().target_ptr();
+    dead_letter_from(this->context(), e, errc::invalid_entity_id,
+                     "region " + setup_->settings.type_name + ": " + std::move(reason));
+  }
+
+  std::shared_ptr<const region_setup<M>> setup_;
+  idle_and_lru_policy policy_;
+  hot_keys hot_;
+  std::map<shard_id, shard_entry> shards_;  // ordered: introspection lists shards by id
+};
+
+}  // namespace troupe::sharding::detail

@@ -1,0 +1,176 @@
+#pragma once
+/// INTERNAL. A shard: owns the entities of one shard id on this node. Spawns an entity on its
+/// first message, passivates it on request, and buffers what arrives for an entity on its way
+/// out, replaying it in order to the next incarnation.
+
+#include <troupe/core/actor.hpp>
+#include <troupe/core/dead_letters.hpp>
+#include <troupe/core/supervision.hpp>
+#include <troupe/sharding/entity_path.hpp>
+#include <troupe/sharding/messages.hpp>
+#include <troupe/sharding/sharding_options.hpp>
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+
+namespace troupe::sharding::detail {
+
+/// Publishes `message` as a dead letter (failing an asker at once).
+void dead_letter_from(actor_context& context, troupe::detail::envelope_base* message, errc code,
+                      std::string reason);
+
+template <class M>
+using shard_message = std::variant<deliver<M>, passivate<M>, passivate_entity, get_entity_ids>;
+
+/// What a shard needs from its region.
+template <class M>
+struct shard_setup {
+  std::string type_name;
+  shard_id id = 0;
+  entity_spawner<M> spawn_entity;
+  std::function<void(const untyped_ref& region, entity_stopped)> report_stopped;
+  std::function<void(const untyped_ref& region, entity_started)> report_started;
+  untyped_ref region;
+  std::size_t buffer_size = 100'000;
+};
+
+template <class M>
+class shard_actor final : public actor<shard_message<M>> {
+ public:
+  explicit shard_actor(std::shared_ptr<const shard_setup<M>> setup) : setup_(std::move(setup)) {}
+
+ private:
+  struct pending {
+    M message;
+    untyped_ref sender;
+  };
+  struct entity_slot {
+    actor_ref<M> ref;
+    bool stopping = false;
+    std::deque<pending> buffer;  // for the next incarnation, while this one stops
+  };
+
+  /// Entity failures stop the entity (as in Akka Typed): its queued messages become dead
+  /// letters, and the next message spawns a fresh incarnation.
+  [[nodiscard]] supervisor_strategy child_supervision() const override {
+    return supervisor_strategy::stopping();
+  }
+
+  void receive(shard_message<M>& msg) override {
+    std::visit(
+        overloaded{
+            [this](deliver<M>& d) { on_deliver(std::move(d.entity_id), std::move(d.message)); },
+            [this](passivate<M>& p) { on_passivate(p); },
+            [this](passivate_entity& p) { on_passivate_entity(p.entity_id); },
+            [this](get_entity_ids&) {
+              std::vector<std::string> ids;
+              ids.reserve(entities_.size());
+              for (const auto& [id, slot] : entities_) ids.push_back(id);
+              this->context().reply(std::move(ids));
+            },
+        },
+        msg);
+  }
+
+  void on_deliver(std::string id, M message) {
+    const untyped_ref sender = this->context().sender();
+    auto it = entities_.find(id);
+    if (it != entities_.end() && it->second.stopping) {
+      if (buffered_ >= setup_->buffer_size) {
+        reject(std::move(message), sender, "shard buffer full while entity '" + id + "' stops");
+        return;
+      }
+      it->second.buffer.push_back({std::move(message), sender});
+      ++buffered_;
+      return;
+    }
+    if (it == entities_.end()) {
+      auto ref = start_entity(id);
+      if (!ref) {
+        reject(std::move(message), sender, "entity '" + id + "' could not be started");
+        return;
+      }
+      it = entities_.emplace(id, entity_slot{*ref, false, {}}).first;
+    }
+    it->second.ref.tell(std::move(message), sender);
+  }
+
+  std::optional<actor_ref<M>> start_entity(const std::string& id) {
+    try {
+      auto ref = setup_->spawn_entity(
+          this->context(), spawn_options(entity_child_name(id))
+                               .with_entity(entity_identity{id, setup_->type_name, setup_->id}));
+      this->context().watch(ref);
+      by_target_[ref.target()] = id;
+      setup_->report_started(setup_->region, entity_started{setup_->id});
+      return ref;
+    } catch (const std::exception& e) {
+      this->context().log().error("cannot start entity '{}': {}", id, e.what());
+      return std::nullopt;
+    }
+  }
+
+  void on_passivate(passivate<M>& p) {
+    auto t = by_target_.find(p.entity.target());
+    if (t == by_target_.end()) return;
+    auto& slot = entities_.at(t->second);
+    if (slot.stopping) return;
+    slot.stopping = true;
+    std::visit(overloaded{[&](poison_pill& pill) { slot.ref.tell(pill); },
+                          [&](M& stop) { slot.ref.tell(std::move(stop)); }},
+               p.stop_message);
+  }
+
+  void on_passivate_entity(const std::string& id) {
+    auto it = entities_.find(id);
+    if (it == entities_.end() || it->second.stopping) return;
+    it->second.stopping = true;
+    // A poison pill, not a stop signal: messages already in the entity's mailbox are handled
+    // first (a stop would overtake them). The entity's receive never sees it.
+    it->second.ref.tell(poison_pill{});
+  }
+
+  void on_terminated(const untyped_ref& who) override {
+    auto t = by_target_.find(who.target());
+    if (t == by_target_.end()) return;
+    const std::string id = std::move(t->second);
+    by_target_.erase(t);
+    auto it = entities_.find(id);
+    std::deque<pending> buffer = std::move(it->second.buffer);
+    entities_.erase(it);
+    buffered_ -= buffer.size();
+    setup_->report_stopped(setup_->region, entity_stopped{setup_->id, id});
+    // Messages that waited for this incarnation to end go, in order, to the next one.
+    for (auto& p : buffer) deliver_buffered(id, std::move(p));
+  }
+
+  void deliver_buffered(const std::string& id, pending p) {
+    auto it = entities_.find(id);
+    if (it == entities_.end()) {
+      auto ref = start_entity(id);
+      if (!ref) {
+        reject(std::move(p.message), p.sender, "entity '" + id + "' could not be restarted");
+        return;
+      }
+      it = entities_.emplace(id, entity_slot{*ref, false, {}}).first;
+    }
+    it->second.ref.tell(std::move(p.message), p.sender);
+  }
+
+  void reject(M message, const untyped_ref& sender, std::string reason) {
+    auto* e = new troupe::detail::envelope<M>(std::move(message));
+    e->sender = sender.target_ptr();
+    dead_letter_from(this->context(), e, errc::mailbox_full, std::move(reason));
+  }
+
+  std::shared_ptr<const shard_setup<M>> setup_;
+  std::unordered_map<std::string, entity_slot> entities_;
+  std::unordered_map<const void*, std::string> by_target_;
+  std::size_t buffered_ = 0;
+};
+
+}  // namespace troupe::sharding::detail

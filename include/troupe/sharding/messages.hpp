@@ -1,0 +1,91 @@
+#pragma once
+/// What entities say to their shard, and what travels between region and shard.
+
+#include <troupe/core/actor.hpp>
+#include <troupe/core/actor_ref.hpp>
+#include <troupe/sharding/shard_id.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace troupe::sharding {
+
+/// Sent by an entity to its parent shard to be passivated: the shard sends `stop_message` back
+/// (a poison_pill stops it at once, or a message of its own type so that it can finish first)
+/// and buffers whatever arrives for it meanwhile, for its next incarnation.
+template <class M>
+struct passivate {
+  std::variant<poison_pill, M> stop_message = poison_pill{};
+  /// The entity asking (request_passivation fills it in).
+  untyped_ref entity;
+};
+
+/// Asks the entity's shard to passivate it (call from inside the entity).
+template <class M>
+void request_passivation(actor_context& context,
+                         std::variant<poison_pill, M> stop_message = poison_pill{}) {
+  context.parent().tell_any(passivate<M>{std::move(stop_message), context.self_ref()});
+}
+
+/// One shard as introspection sees it.
+struct shard_info {
+  shard_id id = 0;
+  std::size_t entity_count = 0;
+  /// The shard actor is running (false: passivated or never started, still owned here).
+  bool resident = false;
+  /// Hosted on this node.
+  bool local = true;
+  std::uint64_t messages_processed = 0;
+};
+
+/// The state of a region.
+struct region_state {
+  std::string type_name;
+  std::uint32_t num_shards = 0;
+  std::vector<shard_info> shards;
+  std::size_t buffered = 0;
+  /// Hottest entity ids of the recent window, hottest first.
+  std::vector<std::pair<std::string, std::uint64_t>> hottest;
+};
+
+namespace detail {
+
+/// A message for one entity, its id already known.
+template <class M>
+struct routed {
+  std::string entity_id;
+  M message;
+};
+
+/// Region to shard: deliver to an entity (spawning it if needed).
+template <class M>
+struct deliver {
+  std::string entity_id;
+  M message;
+};
+/// Region to shard: the policy wants this entity stopped.
+struct passivate_entity {
+  std::string entity_id;
+};
+/// Shard to region: an entity has stopped.
+struct entity_stopped {
+  shard_id shard = 0;
+  std::string entity_id;
+};
+/// Shard to region: an entity has started.
+struct entity_started {
+  shard_id shard = 0;
+};
+/// Region's own periodic ticks.
+struct passivation_tick {};
+struct hot_keys_tick {};
+/// Asks a shard for its entity ids.
+struct get_entity_ids {};
+/// Asks a region for its state.
+struct get_region_state {};
+
+}  // namespace detail
+}  // namespace troupe::sharding

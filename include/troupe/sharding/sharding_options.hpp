@@ -1,0 +1,138 @@
+#pragma once
+/// How a sharded type is started: its name, its entity class (with constructor arguments), how
+/// to read an entity id from a message, and the knobs of shards and passivation. Unset knobs
+/// fall back to the node's configuration, then to the defaults in shared/DESIGN.md.
+
+#include <troupe/core/actor.hpp>
+#include <troupe/core/clock.hpp>
+#include <troupe/core/errc.hpp>
+#include <troupe/sharding/shard_id.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace troupe::sharding {
+
+/// Reads the entity id from a message; must not be empty. May throw (the message is rejected).
+template <class M>
+using entity_id_extractor = std::function<std::string(const M&)>;
+
+/// A sharded type's identity, declared once (usually as `static inline shard_key<M> shard_key`
+/// on the entity class): the type name, plus the extractor for nodes that start the type. A node
+/// that only looks entities up can name the type without an extractor.
+template <class M>
+struct shard_key {
+  std::string type_name;
+  entity_id_extractor<M> extract_entity_id;
+
+  static shard_key of(std::string type_name, entity_id_extractor<M> extract = {}) {
+    return {std::move(type_name), std::move(extract)};
+  }
+};
+
+/// Spawns one entity under its shard (the type-erased "entity class + constructor arguments").
+template <class M>
+using entity_spawner = std::function<actor_ref<M>(actor_context& shard, spawn_options options)>;
+
+template <class M>
+class sharding_options {
+ public:
+  static sharding_options create() { return {}; }
+
+  sharding_options& with_type_name(std::string name) {
+    type_name = std::move(name);
+    return *this;
+  }
+  /// The entity class E (an actor<M> or async_actor<M>) built with `args` (kept, copied for each
+  /// incarnation).
+  template <class E, class... Args>
+  sharding_options& with_entity(Args... args) {
+    static_assert(std::is_same_v<typename E::message_type, M>,
+                  "the entity must handle the sharded message type");
+    spawn_entity = [args...](actor_context& shard, spawn_options o) {
+      return shard.spawn<E>(std::move(o), args...);
+    };
+    return *this;
+  }
+  sharding_options& with_extract_entity_id(entity_id_extractor<M> f) {
+    extract_entity_id = std::move(f);
+    return *this;
+  }
+  /// Rewrites a message before the entity sees it (e.g. strips routing fields).
+  sharding_options& with_extract_entity_message(std::function<M(M)> f) {
+    extract_entity_message = std::move(f);
+    return *this;
+  }
+  /// Replaces crc32(id) % number_of_shards.
+  sharding_options& with_extract_shard_id(std::function<shard_id(const std::string&)> f) {
+    extract_shard_id = std::move(f);
+    return *this;
+  }
+  sharding_options& with_num_shards(std::uint32_t n) {
+    num_shards = n;
+    return *this;
+  }
+  /// Only nodes with this role host the type (takes effect with the cluster).
+  sharding_options& with_role(std::string r) {
+    role = std::move(r);
+    return *this;
+  }
+  /// Route only, host no entities here (takes effect with the cluster).
+  sharding_options& with_proxy(bool on = true) {
+    proxy = on;
+    return *this;
+  }
+  /// Re-spawn remembered entities after failover (takes effect with the cluster).
+  sharding_options& with_remember_entities(bool on = true) {
+    remember_entities = on;
+    return *this;
+  }
+  /// Passivate entities idle this long; 0 disables (default 5 minutes).
+  sharding_options& with_passivation_idle(duration d) {
+    passivation_idle = d;
+    return *this;
+  }
+  /// Stop shards empty this long; unset follows passivation_idle; 0 keeps them resident.
+  sharding_options& with_shard_passivation_idle(duration d) {
+    shard_passivation_idle = d;
+    return *this;
+  }
+  /// At most this many active entities per node (least recently used beyond it passivate).
+  sharding_options& with_max_entities(std::size_t n) {
+    max_entities = n;
+    return *this;
+  }
+
+  std::string type_name;
+  entity_spawner<M> spawn_entity;
+  entity_id_extractor<M> extract_entity_id;
+  std::function<M(M)> extract_entity_message;
+  std::function<shard_id(const std::string&)> extract_shard_id;
+  std::optional<std::uint32_t> num_shards;
+  std::optional<std::string> role;
+  std::optional<bool> proxy;
+  std::optional<bool> remember_entities;
+  std::optional<duration> passivation_idle;
+  std::optional<duration> shard_passivation_idle;
+  std::optional<std::size_t> max_entities;
+};
+
+/// The settings a region runs with, every knob resolved.
+struct region_settings {
+  std::string type_name;
+  std::uint32_t num_shards = default_number_of_shards;
+  duration passivation_idle = std::chrono::minutes(5);
+  duration shard_passivation_idle = std::chrono::minutes(5);
+  std::size_t max_entities = 0;
+  std::size_t buffer_size = 100'000;
+  bool proxy = false;
+  bool remember_entities = false;
+  std::string role;
+};
+
+}  // namespace troupe::sharding

@@ -1,0 +1,151 @@
+#include "troupe/sharding/cluster_sharding.hpp"
+
+#include <troupe/core/dead_letters.hpp>
+#include <troupe/sharding/entity_path.hpp>
+
+#include <algorithm>
+#include <variant>
+
+namespace troupe::sharding {
+
+namespace detail {
+
+namespace {
+
+/// A parent that only groups children: /system/cluster and /system/cluster/sharding.
+class container final : public actor<std::monostate> {
+  void receive(std::monostate& /*unused*/) override {}
+};
+
+troupe::detail::actor_cell& cell_of(const untyped_ref& ref) {
+  // Only used on refs this file spawned: always local cells.
+  return static_cast<troupe::detail::actor_cell&>(*ref.target());
+}
+
+}  // namespace
+
+void dead_letter_from(actor_context& context, troupe::detail::envelope_base* message, errc code,
+                      std::string reason) {
+  context.system().dead_letters().publish(message, context.path(), make_error_code(code),
+                                          std::move(reason));
+}
+
+region_settings resolve_settings(actor_system& /*system*/, const std::string& type_name,
+                                 std::optional<std::uint32_t> num_shards,
+                                 std::optional<duration> passivation_idle,
+                                 std::optional<duration> shard_passivation_idle,
+                                 std::optional<std::size_t> max_entities, std::optional<bool> proxy,
+                                 std::optional<bool> remember_entities,
+                                 std::optional<std::string> role) {
+  region_settings s;
+  s.type_name = type_name;
+  if (num_shards) {
+    if (*num_shards == 0) {
+      throw error(errc::invalid_config,
+                  "sharding type '" + type_name + "': number-of-shards must be at least 1");
+    }
+    s.num_shards = *num_shards;
+  }
+  auto non_negative = [&](const char* key, duration d) {
+    if (d < duration::zero()) {
+      throw error(errc::invalid_config,
+                  "sharding type '" + type_name + "': " + key + " must not be negative");
+    }
+    return d;
+  };
+  if (passivation_idle) s.passivation_idle = non_negative("passivation-idle", *passivation_idle);
+  // Unset, the shard window follows the entity window.
+  s.shard_passivation_idle = shard_passivation_idle
+                                 ? non_negative("shard-passivation-idle", *shard_passivation_idle)
+                                 : s.passivation_idle;
+  if (max_entities) s.max_entities = *max_entities;
+  if (proxy) s.proxy = *proxy;
+  if (remember_entities) s.remember_entities = *remember_entities;
+  if (role) s.role = *role;
+  return s;
+}
+
+}  // namespace detail
+
+cluster_sharding::cluster_sharding(actor_system& system) : system_(system) {
+  auto cluster = system.spawn_system_actor<detail::container>("cluster");
+  sharding_guardian_ = troupe::detail::spawn_actor<detail::container>(detail::cell_of(cluster),
+                                                                      spawn_options("sharding"));
+}
+
+cluster_sharding::~cluster_sharding() = default;
+
+untyped_ref cluster_sharding::register_type(
+    const std::string& type_name, const std::type_info& message_type,
+    const std::function<untyped_ref(actor_context&)>& spawn_region) {
+  std::lock_guard lock(mutex_);
+  if (types_.count(type_name) != 0) {
+    throw error(errc::invalid_config, "sharding type '" + type_name + "' is already started");
+  }
+  actor_context guardian(&detail::cell_of(sharding_guardian_));
+  untyped_ref region = spawn_region(guardian);
+  types_.emplace(type_name, started_type{region, &message_type});
+  return region;
+}
+
+untyped_ref cluster_sharding::region_of(const std::string& type_name,
+                                        const std::type_info& message_type) const {
+  std::lock_guard lock(mutex_);
+  auto it = types_.find(type_name);
+  if (it == types_.end()) {
+    throw error(errc::invalid_entity_id, "sharding type '" + type_name + "' is not started");
+  }
+  if (*it->second.message_type != message_type) {
+    throw error(errc::invalid_config, "sharding type '" + type_name + "' handles " +
+                                          troupe::detail::type_name(*it->second.message_type) +
+                                          ", not " + troupe::detail::type_name(message_type));
+  }
+  return it->second.region;
+}
+
+region_state cluster_sharding::state(const std::string& type_name, duration timeout) {
+  untyped_ref region;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = types_.find(type_name);
+    if (it == types_.end()) {
+      throw error(errc::invalid_entity_id, "sharding type '" + type_name + "' is not started");
+    }
+    region = it->second.region;
+  }
+  return region.ask_any<region_state>(detail::get_region_state{}, timeout, troupe::use_future)
+      .get();
+}
+
+std::vector<shard_info> cluster_sharding::shards(const std::string& type_name, duration timeout) {
+  return state(type_name, timeout).shards;
+}
+
+std::vector<std::string> cluster_sharding::entity_ids(const std::string& type_name, shard_id shard,
+                                                      duration timeout) {
+  untyped_ref region;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = types_.find(type_name);
+    if (it == types_.end()) {
+      throw error(errc::invalid_entity_id, "sharding type '" + type_name + "' is not started");
+    }
+    region = it->second.region;
+  }
+  auto child = detail::cell_of(region).child(shard_child_name(shard));
+  if (!child) return {};
+  const untyped_ref shard_ref{troupe::detail::intrusive_ptr<troupe::detail::actor_target>(child)};
+  return shard_ref
+      .ask_any<std::vector<std::string>>(detail::get_entity_ids{}, timeout, troupe::use_future)
+      .get();
+}
+
+std::vector<std::string> cluster_sharding::type_names() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& [name, t] : types_) out.push_back(name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace troupe::sharding
