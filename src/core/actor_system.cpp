@@ -196,6 +196,7 @@ void actor_system::stop(const untyped_ref& ref) {
 }
 
 const std::string& actor_system::name() const noexcept { return impl_->config().name; }
+const troupe::config& actor_system::config() const noexcept { return impl_->config().config; }
 troupe::clock& actor_system::clock() const noexcept { return impl_->clock(); }
 dead_letter_office& actor_system::dead_letters() noexcept { return impl_->dead_letters(); }
 boost::asio::io_context& actor_system::io_context() noexcept { return impl_->io(); }

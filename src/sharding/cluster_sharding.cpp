@@ -1,5 +1,6 @@
 #include "troupe/sharding/cluster_sharding.hpp"
 
+#include <troupe/core/config.hpp>
 #include <troupe/core/dead_letters.hpp>
 #include <troupe/sharding/entity_path.hpp>
 
@@ -30,37 +31,62 @@ void dead_letter_from(actor_context& context, troupe::detail::envelope_base* mes
                                           std::move(reason));
 }
 
-region_settings resolve_settings(actor_system& /*system*/, const std::string& type_name,
+region_settings resolve_settings(actor_system& system, const std::string& type_name,
                                  std::optional<std::uint32_t> num_shards,
                                  std::optional<duration> passivation_idle,
                                  std::optional<duration> shard_passivation_idle,
                                  std::optional<std::size_t> max_entities, std::optional<bool> proxy,
                                  std::optional<bool> remember_entities,
                                  std::optional<std::string> role) {
+  // Code overrides the node's file, which overrides the defaults (shared/DESIGN.md).
+  const config& file = system.config();
+  const std::string base = "troupe.sharding";
+  file.check_known_keys(
+      base, {"number-of-shards", "remember-entities", "passivation-idle", "shard-passivation-idle",
+             "max-entities", "rebalance-interval", "hand-off-timeout", "buffer-size"});
+  auto key = [&](const char* k) { return base + "." + k; };
+  auto fail = [&](const char* k, const std::string& what) {
+    const std::string where = file.origin_of(key(k));
+    throw config_error((where.empty() ? std::string() : where + ": ") + key(k) + ": " + what +
+                       " (sharding type '" + type_name + "')");
+  };
+
   region_settings s;
   s.type_name = type_name;
-  if (num_shards) {
-    if (*num_shards == 0) {
-      throw error(errc::invalid_config,
-                  "sharding type '" + type_name + "': number-of-shards must be at least 1");
-    }
-    s.num_shards = *num_shards;
+  std::int64_t shards = num_shards ? static_cast<std::int64_t>(*num_shards)
+                                   : file.get_int(key("number-of-shards")).value_or(s.num_shards);
+  if (shards < 1 || shards > 1'000'000) fail("number-of-shards", "must be between 1 and 1000000");
+  s.num_shards = static_cast<std::uint32_t>(shards);
+
+  s.passivation_idle =
+      passivation_idle ? *passivation_idle
+                       : file.get_duration(key("passivation-idle")).value_or(s.passivation_idle);
+  if (s.passivation_idle < duration::zero()) fail("passivation-idle", "must not be negative");
+  // Unset, the shard window follows the entity window; 0 keeps empty shards resident.
+  s.shard_passivation_idle =
+      shard_passivation_idle
+          ? *shard_passivation_idle
+          : file.get_duration(key("shard-passivation-idle")).value_or(s.passivation_idle);
+  if (s.shard_passivation_idle < duration::zero()) {
+    fail("shard-passivation-idle", "must not be negative");
   }
-  auto non_negative = [&](const char* key, duration d) {
-    if (d < duration::zero()) {
-      throw error(errc::invalid_config,
-                  "sharding type '" + type_name + "': " + key + " must not be negative");
-    }
-    return d;
-  };
-  if (passivation_idle) s.passivation_idle = non_negative("passivation-idle", *passivation_idle);
-  // Unset, the shard window follows the entity window.
-  s.shard_passivation_idle = shard_passivation_idle
-                                 ? non_negative("shard-passivation-idle", *shard_passivation_idle)
-                                 : s.passivation_idle;
-  if (max_entities) s.max_entities = *max_entities;
+  const std::int64_t max = max_entities ? static_cast<std::int64_t>(*max_entities)
+                                        : file.get_int(key("max-entities")).value_or(0);
+  if (max < 0) fail("max-entities", "must not be negative");
+  s.max_entities = static_cast<std::size_t>(max);
+  const std::int64_t buffer = file.get_int(key("buffer-size")).value_or(100'000);
+  if (buffer < 1) fail("buffer-size", "must be at least 1");
+  s.buffer_size = static_cast<std::size_t>(buffer);
+  s.remember_entities = remember_entities ? *remember_entities
+                                          : file.get_bool(key("remember-entities")).value_or(false);
+  // Validated now; they take effect with the cluster.
+  if (auto d = file.get_duration(key("rebalance-interval")); d && *d <= duration::zero()) {
+    fail("rebalance-interval", "must be positive");
+  }
+  if (auto d = file.get_duration(key("hand-off-timeout")); d && *d <= duration::zero()) {
+    fail("hand-off-timeout", "must be positive");
+  }
   if (proxy) s.proxy = *proxy;
-  if (remember_entities) s.remember_entities = *remember_entities;
   if (role) s.role = *role;
   return s;
 }

@@ -5,6 +5,7 @@
 #include <troupe/core/actor.hpp>
 #include <troupe/core/actor_ref.hpp>
 #include <troupe/core/clock.hpp>
+#include <troupe/core/config.hpp>
 #include <troupe/core/dead_letters.hpp>
 #include <troupe/core/mailbox.hpp>
 
@@ -37,6 +38,9 @@ struct system_config {
   std::uint32_t throughput = 256;
   /// How long terminate() waits for actors to stop before giving up on them.
   std::chrono::milliseconds shutdown_timeout = std::chrono::seconds(10);
+  /// The node's configuration (HOCON): e.g. troupe.sharding.* baselines. Values passed in code
+  /// override it; it overrides the built-in defaults.
+  troupe::config config = troupe::config::empty();
 
   system_config& with_name(std::string n) {
     name = std::move(n);
@@ -60,6 +64,15 @@ struct system_config {
   }
   system_config& with_shutdown_timeout(std::chrono::milliseconds t) {
     shutdown_timeout = t;
+    return *this;
+  }
+  system_config& with_config(troupe::config c) {
+    config = std::move(c);
+    return *this;
+  }
+  /// Reads the configuration from a HOCON file (throws troupe::config_error naming file:line).
+  system_config& with_config_file(const std::string& path) {
+    config = troupe::config::parse_file(path);
     return *this;
   }
 };
@@ -97,6 +110,8 @@ class actor_system {
   void stop(const untyped_ref& ref);
 
   [[nodiscard]] const std::string& name() const noexcept;
+  /// The configuration the system was created with.
+  [[nodiscard]] const troupe::config& config() const noexcept;
   [[nodiscard]] troupe::clock& clock() const noexcept;
   [[nodiscard]] dead_letter_office& dead_letters() noexcept;
   /// For sockets and other Asio I/O objects; run by the system's I/O thread.
