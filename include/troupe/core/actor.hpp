@@ -14,9 +14,11 @@
 
 #include <spdlog/logger.h>
 
+#include <algorithm>
 #include <exception>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -206,6 +208,10 @@ class actor_base {
   virtual bool handle(detail::envelope_base& e) = 0;
   /// Asks a running coroutine handler to stop (the actor is stopping).
   virtual void cancel_turn() noexcept {}
+  /// Batch handlers: how many queued messages one turn may take (0 or 1: no batching).
+  [[nodiscard]] virtual std::size_t batch_cap() const noexcept { return 0; }
+  /// Handles several user messages at once (batch actors only); true when a coroutine runs on.
+  virtual bool handle_batch(std::vector<detail::envelope_base*>& /*batch*/) { return false; }
 
   actor_context context_;
 };
@@ -283,6 +289,43 @@ class actor : public basic_actor<M> {
  private:
   bool handle(detail::envelope_base& e) final {
     receive(*static_cast<M*>(e.payload()));
+    return false;
+  }
+};
+
+/// One message of a batch, with its sender (to reply to).
+template <class M>
+struct batch_item {
+  M message;
+  untyped_ref sender;
+};
+
+/// An actor that takes every message queued for it (up to max_batch(), default 200) in one
+/// turn, in arrival order: `void receive_batch(std::span<batch_item<M>>)`. Under light load
+/// batches have size 1; under a burst they grow, so one write can serve many messages.
+template <class M>
+class batch_actor : public basic_actor<M> {
+ protected:
+  virtual void receive_batch(std::span<batch_item<M>> batch) = 0;
+  /// The most messages one batch takes.
+  [[nodiscard]] virtual std::size_t max_batch() const noexcept { return 200; }
+
+ private:
+  [[nodiscard]] std::size_t batch_cap() const noexcept final {
+    return std::max<std::size_t>(max_batch(), 2);
+  }
+  bool handle(detail::envelope_base& e) final {
+    batch_item<M> one{std::move(*static_cast<M*>(e.payload())), untyped_ref(e.sender)};
+    receive_batch(std::span<batch_item<M>>(&one, 1));
+    return false;
+  }
+  bool handle_batch(std::vector<detail::envelope_base*>& batch) final {
+    std::vector<batch_item<M>> items;
+    items.reserve(batch.size());
+    for (auto* e : batch) {
+      items.push_back({std::move(*static_cast<M*>(e->payload())), untyped_ref(e->sender)});
+    }
+    receive_batch(std::span<batch_item<M>>(items));
     return false;
   }
 };

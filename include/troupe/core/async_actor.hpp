@@ -18,10 +18,12 @@
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <optional>
 #include <system_error>
+#include <vector>
 
 namespace troupe {
 
@@ -97,6 +99,54 @@ class async_actor : public basic_actor<M> {
     cell.begin_async_turn(cell.current_sender());
     boost::asio::co_spawn(
         executor(), receive(std::move(*static_cast<M*>(e.payload()))),
+        boost::asio::bind_cancellation_slot(
+            cancel_.slot(), [c = detail::intrusive_ptr<detail::actor_cell>(&cell)](
+                                std::exception_ptr failure) { c->end_async_turn(failure); }));
+    return true;
+  }
+  void cancel_turn() noexcept final { cancel_.emit(boost::asio::cancellation_type::terminal); }
+
+  boost::asio::cancellation_signal cancel_;
+};
+
+/// A coroutine actor that takes every message queued for it (up to max_batch(), default 200)
+/// in one turn: `asio::awaitable<void> receive_batch(std::vector<batch_item<M>>)` — the guide's
+/// "batch inside the hot shard", per entity: a burst for one key becomes one awaited write.
+template <class M>
+class async_batch_actor : public basic_actor<M> {
+ protected:
+  virtual boost::asio::awaitable<void> receive_batch(std::vector<batch_item<M>> batch) = 0;
+  /// The most messages one batch takes.
+  [[nodiscard]] virtual std::size_t max_batch() const noexcept { return 200; }
+
+  [[nodiscard]] actor_executor executor() const {
+    auto& cell = this->context().cell();
+    return actor_executor(detail::intrusive_ptr<detail::actor_cell>(&cell),
+                          &detail::execution_context_of(cell));
+  }
+
+ private:
+  [[nodiscard]] std::size_t batch_cap() const noexcept final {
+    return std::max<std::size_t>(max_batch(), 2);
+  }
+  bool handle(detail::envelope_base& e) final {
+    std::vector<batch_item<M>> items;
+    items.push_back({std::move(*static_cast<M*>(e.payload())), untyped_ref(e.sender)});
+    return start(std::move(items));
+  }
+  bool handle_batch(std::vector<detail::envelope_base*>& batch) final {
+    std::vector<batch_item<M>> items;
+    items.reserve(batch.size());
+    for (auto* e : batch) {
+      items.push_back({std::move(*static_cast<M*>(e->payload())), untyped_ref(e->sender)});
+    }
+    return start(std::move(items));
+  }
+  bool start(std::vector<batch_item<M>> items) {
+    auto& cell = this->context().cell();
+    cell.begin_async_turn(nullptr);
+    boost::asio::co_spawn(
+        executor(), receive_batch(std::move(items)),
         boost::asio::bind_cancellation_slot(
             cancel_.slot(), [c = detail::intrusive_ptr<detail::actor_cell>(&cell)](
                                 std::exception_ptr failure) { c->end_async_turn(failure); }));

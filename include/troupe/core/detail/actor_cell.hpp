@@ -145,6 +145,7 @@ class actor_cell : public actor_target {
   void run_local_posts() noexcept;
   [[nodiscard]] envelope_base* next_user_envelope() noexcept;
   void handle_user_envelope(envelope_base* e) noexcept;
+  std::size_t run_batch(std::size_t cap) noexcept;
   void fail(std::exception_ptr error, const std::string& while_doing) noexcept;
   void create_instance(std::exception_ptr restart_reason) noexcept;
   void handle_directive(directive d, std::exception_ptr error, const supervisor_strategy& strategy);
