@@ -5,6 +5,8 @@
 #include <troupe/sharding/entity_path.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <future>
 #include <variant>
 
 namespace troupe::sharding {
@@ -21,6 +23,24 @@ class container final : public actor<std::monostate> {
 troupe::detail::actor_cell& cell_of(const untyped_ref& ref) {
   // Only used on refs this file spawned: always local cells.
   return static_cast<troupe::detail::actor_cell&>(*ref.target());
+}
+
+/// Waits for an introspection reply. With manual scheduling nobody else runs the actors that
+/// answer, so this thread runs them while it waits; the deadline is real time either way.
+template <class T>
+T await_reply(actor_system& system, std::future<T> reply, duration timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (reply.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+    try {
+      system.run_until_idle();
+    } catch (const troupe::error&) {
+      // threaded scheduling: the workers answer
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw error(errc::ask_timeout, "sharding introspection got no reply in time");
+    }
+  }
+  return reply.get();
 }
 
 }  // namespace
@@ -139,8 +159,10 @@ region_state cluster_sharding::state(const std::string& type_name, duration time
     }
     region = it->second.region;
   }
-  return region.ask_any<region_state>(detail::get_region_state{}, timeout, troupe::use_future)
-      .get();
+  return detail::await_reply(
+      system_,
+      region.ask_any<region_state>(detail::get_region_state{}, timeout, troupe::use_future),
+      timeout);
 }
 
 std::vector<shard_info> cluster_sharding::shards(const std::string& type_name, duration timeout) {
@@ -161,9 +183,10 @@ std::vector<std::string> cluster_sharding::entity_ids(const std::string& type_na
   auto child = detail::cell_of(region).child(shard_child_name(shard));
   if (!child) return {};
   const untyped_ref shard_ref{troupe::detail::intrusive_ptr<troupe::detail::actor_target>(child)};
-  return shard_ref
-      .ask_any<std::vector<std::string>>(detail::get_entity_ids{}, timeout, troupe::use_future)
-      .get();
+  return detail::await_reply(system_,
+                             shard_ref.ask_any<std::vector<std::string>>(
+                                 detail::get_entity_ids{}, timeout, troupe::use_future),
+                             timeout);
 }
 
 std::vector<std::string> cluster_sharding::type_names() const {

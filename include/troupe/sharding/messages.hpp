@@ -84,6 +84,14 @@ struct passivation_tick {};
 struct hot_keys_tick {};
 /// Asks a shard for its entity ids.
 struct get_entity_ids {};
+/// Shard's own timer: has it stood empty for its window?
+struct shard_idle_check {};
+/// Shard to region: "I have stood empty for my window, having received `delivered` messages";
+/// the region stops the shard only if it sent no more since (none is in flight).
+struct shard_idle {
+  shard_id shard = 0;
+  std::uint64_t delivered = 0;
+};
 /// Asks a region for its state.
 struct get_region_state {};
 

@@ -13,6 +13,7 @@
 #include <troupe/sharding/sharding_options.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,7 +24,7 @@ namespace troupe::sharding::detail {
 
 template <class M>
 using region_message = std::variant<M, routed<M>, entity_started, entity_stopped, passivation_tick,
-                                    hot_keys_tick, get_region_state>;
+                                    hot_keys_tick, get_region_state, shard_idle>;
 
 /// Everything a region runs with.
 template <class M>
@@ -45,10 +46,18 @@ class region_actor final : public actor<region_message<M>> {
         hot_(64) {}
 
  private:
+  struct pending {
+    std::string entity_id;
+    M message;
+    untyped_ref sender;
+  };
   struct shard_entry {
     actor_ref<shard_message<M>> ref;
     std::size_t entities = 0;
-    std::uint64_t messages = 0;
+    std::uint64_t messages = 0;             // delivered to the shard, ever
+    std::uint64_t sent_to_incarnation = 0;  // delivered to the current shard actor
+    bool stopping = false;
+    std::deque<pending> buffer;  // arrived while the shard actor stops
   };
 
   void pre_start() override {
@@ -74,6 +83,8 @@ class region_actor final : public actor<region_message<M>> {
                    [this](passivation_tick&) { on_tick(); },
                    [this](hot_keys_tick&) { hot_.rotate(); },
                    [this](get_region_state&) { this->context().reply(state()); },
+                   [this](shard_idle& idle) { on_shard_idle(idle); },
+
                },
                msg);
   }
@@ -116,14 +127,59 @@ class region_actor final : public actor<region_message<M>> {
         passivate(victim);
       }
     }
-    hot_.record(id);
-    auto& entry = shard_for(shard);
+    // Sampled: counting every message costs more than routing it; 1 in 16 names a hot key
+    // just as well.
+    if ((++sampled_ & 15U) == 0) hot_.record(id, 16);
+    auto& entry = shards_[shard];
     ++entry.messages;
-    entry.ref.tell(deliver<M>{std::move(id), std::move(message)}, this->context().sender());
+    if (entry.stopping) {
+      if (buffered_ >= setup_->settings.buffer_size) {
+        reject(std::move(message),
+               "region buffer full while shard " + std::to_string(shard) + " stops");
+        return;
+      }
+      entry.buffer.push_back({std::move(id), std::move(message), this->context().sender()});
+      ++buffered_;
+      return;
+    }
+    send(shard, entry, std::move(id), std::move(message), this->context().sender());
   }
 
-  shard_entry& shard_for(shard_id shard) {
-    auto& entry = shards_[shard];
+  void send(shard_id shard, shard_entry& entry, std::string id, M message,
+            const untyped_ref& sender) {
+    ensure_shard(shard, entry);
+    ++entry.sent_to_incarnation;
+    entry.ref.tell(deliver<M>{std::move(id), std::move(message)}, sender);
+  }
+
+  /// Stops a shard that stood empty, unless a delivery may still be on its way to it.
+  void on_shard_idle(const shard_idle& idle) {
+    auto it = shards_.find(idle.shard);
+    if (it == shards_.end() || !it->second.ref || it->second.stopping) return;
+    if (it->second.sent_to_incarnation != idle.delivered) return;  // it got mail meanwhile
+    it->second.stopping = true;
+    it->second.ref.tell(poison_pill{});
+  }
+
+  void on_terminated(const untyped_ref& who) override {
+    for (auto& [shard, entry] : shards_) {
+      if (entry.ref.target() != who.target()) continue;
+      // The shard actor is gone; the region keeps owning the shard id. What arrived meanwhile
+      // goes, in order, to a fresh shard actor (no coordinator round trip).
+      entry.ref = {};
+      entry.stopping = false;
+      entry.sent_to_incarnation = 0;
+      entry.entities = 0;
+      std::deque<pending> buffer = std::move(entry.buffer);
+      buffered_ -= buffer.size();
+      for (auto& p : buffer) {
+        send(shard, entry, std::move(p.entity_id), std::move(p.message), p.sender);
+      }
+      return;
+    }
+  }
+
+  void ensure_shard(shard_id shard, shard_entry& entry) {
     if (!entry.ref) {
       auto setup = std::make_shared<shard_setup<M>>();
       setup->type_name = setup_->settings.type_name;
@@ -137,10 +193,14 @@ class region_actor final : public actor<region_message<M>> {
       setup->report_stopped = [](const untyped_ref& region, entity_stopped s) {
         region.tell_any(region_message<M>(std::in_place_type<entity_stopped>, std::move(s)));
       };
+      setup->report_idle = [](const untyped_ref& region, shard_idle i) {
+        region.tell_any(region_message<M>(std::in_place_type<shard_idle>, i));
+      };
+      setup->passivation_idle = setup_->settings.shard_passivation_idle;
       entry.ref = this->context().template spawn<shard_actor<M>>(
           shard_child_name(shard), std::shared_ptr<const shard_setup<M>>(std::move(setup)));
+      this->context().watch(entry.ref);
     }
-    return entry;
   }
 
   void passivate(const entity_key& key) {
@@ -161,6 +221,7 @@ class region_actor final : public actor<region_message<M>> {
       out.shards.push_back(
           shard_info{id, entry.entities, static_cast<bool>(entry.ref), true, entry.messages});
     }
+    out.buffered = buffered_;
     out.hottest = hot_.top(10);
     return out;
   }
@@ -176,6 +237,8 @@ class region_actor final : public actor<region_message<M>> {
   idle_and_lru_policy policy_;
   hot_keys hot_;
   std::map<shard_id, shard_entry> shards_;  // ordered: introspection lists shards by id
+  std::size_t buffered_ = 0;
+  std::uint32_t sampled_ = 0;
 };
 
 }  // namespace troupe::sharding::detail

@@ -10,12 +10,12 @@
 #include <troupe/sharding/messages.hpp>
 #include <troupe/sharding/sharding_options.hpp>
 
-#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace troupe::sharding::detail {
 
@@ -24,7 +24,8 @@ void dead_letter_from(actor_context& context, troupe::detail::envelope_base* mes
                       std::string reason);
 
 template <class M>
-using shard_message = std::variant<deliver<M>, passivate<M>, passivate_entity, get_entity_ids>;
+using shard_message =
+    std::variant<deliver<M>, passivate<M>, passivate_entity, get_entity_ids, shard_idle_check>;
 
 /// What a shard needs from its region.
 template <class M>
@@ -34,6 +35,9 @@ struct shard_setup {
   entity_spawner<M> spawn_entity;
   std::function<void(const untyped_ref& region, entity_stopped)> report_stopped;
   std::function<void(const untyped_ref& region, entity_started)> report_started;
+  std::function<void(const untyped_ref& region, shard_idle)> report_idle;
+  /// How long the shard may stand empty before it asks to stop; 0 keeps it resident.
+  duration passivation_idle{};
   untyped_ref region;
   std::size_t buffer_size = 100'000;
 };
@@ -51,7 +55,7 @@ class shard_actor final : public actor<shard_message<M>> {
   struct entity_slot {
     actor_ref<M> ref;
     bool stopping = false;
-    std::deque<pending> buffer;  // for the next incarnation, while this one stops
+    std::vector<pending> buffer;  // for the next incarnation, while this one stops
   };
 
   /// Entity failures stop the entity (as in Akka Typed): its queued messages become dead
@@ -66,6 +70,11 @@ class shard_actor final : public actor<shard_message<M>> {
             [this](deliver<M>& d) { on_deliver(std::move(d.entity_id), std::move(d.message)); },
             [this](passivate<M>& p) { on_passivate(p); },
             [this](passivate_entity& p) { on_passivate_entity(p.entity_id); },
+            [this](shard_idle_check&) {
+              if (entities_.empty()) {
+                setup_->report_idle(setup_->region, shard_idle{setup_->id, delivered_});
+              }
+            },
             [this](get_entity_ids&) {
               std::vector<std::string> ids;
               ids.reserve(entities_.size());
@@ -76,7 +85,17 @@ class shard_actor final : public actor<shard_message<M>> {
         msg);
   }
 
+  void pre_start() override { arm_idle_check(); }
+
+  /// An empty shard asks its region, after its window, to be stopped.
+  void arm_idle_check() {
+    if (setup_->passivation_idle > duration::zero()) {
+      this->timers().start_single("idle", shard_idle_check{}, setup_->passivation_idle);
+    }
+  }
+
   void on_deliver(std::string id, M message) {
+    ++delivered_;
     const untyped_ref sender = this->context().sender();
     auto it = entities_.find(id);
     if (it != entities_.end() && it->second.stopping) {
@@ -99,14 +118,14 @@ class shard_actor final : public actor<shard_message<M>> {
     it->second.ref.tell(std::move(message), sender);
   }
 
-  std::optional<actor_ref<M>> start_entity(const std::string& id) {
+  std::optional<actor_ref<M>> start_entity(const std::string& id, bool report = true) {
     try {
       auto ref = setup_->spawn_entity(
           this->context(), spawn_options(entity_child_name(id))
                                .with_entity(entity_identity{id, setup_->type_name, setup_->id}));
       this->context().watch(ref);
       by_target_[ref.target()] = id;
-      setup_->report_started(setup_->region, entity_started{setup_->id});
+      if (report) setup_->report_started(setup_->region, entity_started{setup_->id});
       return ref;
     } catch (const std::exception& e) {
       this->context().log().error("cannot start entity '{}': {}", id, e.what());
@@ -140,18 +159,21 @@ class shard_actor final : public actor<shard_message<M>> {
     const std::string id = std::move(t->second);
     by_target_.erase(t);
     auto it = entities_.find(id);
-    std::deque<pending> buffer = std::move(it->second.buffer);
+    std::vector<pending> buffer = std::move(it->second.buffer);
     entities_.erase(it);
     buffered_ -= buffer.size();
-    setup_->report_stopped(setup_->region, entity_stopped{setup_->id, id});
+    // With mail waiting, the next incarnation starts at once: for the region (and its
+    // passivation policy, which those messages already touched) the entity never stopped.
+    if (buffer.empty()) setup_->report_stopped(setup_->region, entity_stopped{setup_->id, id});
     // Messages that waited for this incarnation to end go, in order, to the next one.
     for (auto& p : buffer) deliver_buffered(id, std::move(p));
+    if (entities_.empty()) arm_idle_check();
   }
 
   void deliver_buffered(const std::string& id, pending p) {
     auto it = entities_.find(id);
     if (it == entities_.end()) {
-      auto ref = start_entity(id);
+      auto ref = start_entity(id, /*report=*/false);
       if (!ref) {
         reject(std::move(p.message), p.sender, "entity '" + id + "' could not be restarted");
         return;
@@ -171,6 +193,7 @@ class shard_actor final : public actor<shard_message<M>> {
   std::unordered_map<std::string, entity_slot> entities_;
   std::unordered_map<const void*, std::string> by_target_;
   std::size_t buffered_ = 0;
+  std::uint64_t delivered_ = 0;
 };
 
 }  // namespace troupe::sharding::detail
