@@ -247,6 +247,12 @@ void actor_cell::handle_child_terminated(actor_cell& child) {
     try_finish_termination();
   } else if (none_left && phase_ == phase::failed && ext_ && ext_->pending_restart) {
     create_instance(std::exchange(ext_->pending_restart, nullptr));
+  } else if (phase_ == phase::running && actor_ != nullptr) {
+    try {
+      actor_->on_child_terminated(untyped_ref(intrusive_ptr<actor_target>(&child)));
+    } catch (...) {
+      fail(std::current_exception(), "in on_child_terminated");
+    }
   }
 }
 

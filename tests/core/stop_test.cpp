@@ -343,4 +343,34 @@ TEST(DeathWatch, AWatcherHearsOfAParentAfterItsChildrenStopped) {
   EXPECT_EQ(probe.expect_message(), "terminated /user/controller");
 }
 
+// -- a parent hears of its children ------------------------------------------------------------
+
+/// Spawns a child on any int and reports each child that stops, without watching it.
+class parent_of_one final : public troupe::actor<int> {
+ public:
+  explicit parent_of_one(actor_ref<std::string> out) : out_(std::move(out)) {}
+
+ private:
+  void receive(int& n) override {
+    auto child = context().spawn<reporter>("child-" + std::to_string(n), out_);
+    child.tell(troupe::poison_pill{});
+  }
+  void on_child_terminated(const untyped_ref& child) override {
+    out_.tell("child stopped: " + child.path());
+  }
+  actor_ref<std::string> out_;
+};
+
+TEST(Stop, AParentHearsOfAStoppedChildWithoutWatchingIt) {
+  actor_system system(system_config{}.with_workers(2));
+  test_probe<std::string> out(system, "out");
+  auto p = system.spawn<parent_of_one>("parent", out.ref());
+  p.tell(1);
+  std::string line;
+  do {
+    line = out.expect_message();
+  } while (line.rfind("child stopped: ", 0) != 0);
+  EXPECT_EQ(line, "child stopped: /user/parent/child-1");
+}
+
 }  // namespace

@@ -199,6 +199,9 @@ class actor_base {
   virtual void post_restart(const std::exception_ptr& reason);
   /// A watched actor stopped.
   virtual void on_terminated(const untyped_ref& /*who*/) {}
+  /// One of this actor's children stopped (no watch needed: a parent always hears). Not called
+  /// while this actor stops or restarts.
+  virtual void on_child_terminated(const untyped_ref& /*child*/) {}
   /// How this actor supervises its children (default: restart, bounded, with backoff).
   [[nodiscard]] virtual supervisor_strategy child_supervision() const { return {}; }
 

@@ -123,7 +123,6 @@ class shard_actor final : public actor<shard_message<M>> {
       auto ref = setup_->spawn_entity(
           this->context(), spawn_options(entity_child_name(id))
                                .with_entity(entity_identity{id, setup_->type_name, setup_->id}));
-      this->context().watch(ref);
       by_target_[ref.target()] = id;
       if (report) setup_->report_started(setup_->region, entity_started{setup_->id});
       return ref;
@@ -153,7 +152,9 @@ class shard_actor final : public actor<shard_message<M>> {
     it->second.ref.tell(poison_pill{});
   }
 
-  void on_terminated(const untyped_ref& who) override {
+  // The shard is the entities' parent: it hears of each stop without watching (a watch would
+  // cost every entity a watcher list).
+  void on_child_terminated(const untyped_ref& who) override {
     auto t = by_target_.find(who.target());
     if (t == by_target_.end()) return;
     const std::string id = std::move(t->second);
