@@ -161,7 +161,8 @@ class region_actor final : public actor<region_message<M>> {
     it->second.ref.tell(poison_pill{});
   }
 
-  void on_terminated(const untyped_ref& who) override {
+  // Shards are the region's children: it hears of each stop without watching.
+  void on_child_terminated(const untyped_ref& who) override {
     for (auto& [shard, entry] : shards_) {
       if (entry.ref.target() != who.target()) continue;
       // The shard actor is gone; the region keeps owning the shard id. What arrived meanwhile
@@ -199,7 +200,6 @@ class region_actor final : public actor<region_message<M>> {
       setup->passivation_idle = setup_->settings.shard_passivation_idle;
       entry.ref = this->context().template spawn<shard_actor<M>>(
           shard_child_name(shard), std::shared_ptr<const shard_setup<M>>(std::move(setup)));
-      this->context().watch(entry.ref);
     }
   }
 
