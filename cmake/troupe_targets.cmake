@@ -237,3 +237,24 @@ function(troupe_add_tool)
     install(TARGETS ${arg_NAME} RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
   endif()
 endfunction()
+
+# troupe_add_unit_tests(LAYER <layer> LINK <targets...>)
+#   One test binary per tests/<layer>/<unit>_test.cpp (found by glob), named
+#   troupe_<layer>_<unit>_test, labelled <layer>. A file adds labels on a line of its own, e.g.
+#   "// ctest-labels: concurrency" (those also run under ThreadSanitizer).
+function(troupe_add_unit_tests)
+  cmake_parse_arguments(ARG "" "LAYER" "LINK" ${ARGN})
+  file(GLOB _files CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/*_test.cpp")
+  foreach(_file IN LISTS _files)
+    get_filename_component(_unit "${_file}" NAME_WE)
+    file(STRINGS "${_file}" _label_line LIMIT_COUNT 1 REGEX "^// ctest-labels:")
+    set(_labels ${ARG_LAYER})
+    if(_label_line)
+      string(REGEX REPLACE "^// ctest-labels:[ ]*" "" _extra "${_label_line}")
+      separate_arguments(_extra)
+      list(APPEND _labels ${_extra})
+    endif()
+    troupe_add_test(NAME troupe_${ARG_LAYER}_${_unit} SOURCES "${_file}" LABELS ${_labels}
+                    LINK ${ARG_LINK})
+  endforeach()
+endfunction()

@@ -5,6 +5,7 @@
 #include <troupe/core/clock.hpp>
 #include <troupe/testkit/manual_clock.hpp>
 #include <troupe/testkit/test_probe.hpp>
+#include <troupe/testkit/test_seed.hpp>
 
 #include <gtest/gtest.h>
 
@@ -122,18 +123,8 @@ TEST(ManualClock, AStaleIdDoesNotCancelTheCallbackThatReusedItsSlot) {
   EXPECT_TRUE(fired);
 }
 
-/// The seed of a randomized test: TROUPE_TEST_SEED when set, else a fresh one; printed.
-std::uint64_t test_seed() {
-  const char* fixed = std::getenv("TROUPE_TEST_SEED");
-  const std::uint64_t seed =
-      fixed != nullptr ? std::strtoull(fixed, nullptr, 10) : std::random_device{}();
-  std::cout << "seed " << seed << " (rerun with TROUPE_TEST_SEED=" << seed << ")\n";
-  testing::Test::RecordProperty("seed", std::to_string(seed));
-  return seed;
-}
-
 TEST(ManualClock, ManyTimersInsertedAndCancelledInRandomOrderFireExactlyTheRestInOrder) {
-  const std::uint64_t seed = test_seed();
+  const std::uint64_t seed = troupe::testkit::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   auto chance = [&](int percent) {

@@ -4,6 +4,7 @@
 #include <troupe/core/actor_system.hpp>
 #include <troupe/sharding/entity_path.hpp>
 #include <troupe/testkit/deterministic.hpp>
+#include <troupe/testkit/test_seed.hpp>
 
 #include <gtest/gtest.h>
 
@@ -136,18 +137,8 @@ TEST(EntityChildName, MapsEveryIdOfUpToTwoBytesToItsOwnValidName) {
 
 // -- property -----------------------------------------------------------------------------------
 
-/// The seed of a randomized test: TROUPE_TEST_SEED when set, else a fresh one; printed.
-std::uint64_t test_seed() {
-  const char* fixed = std::getenv("TROUPE_TEST_SEED");
-  const std::uint64_t seed =
-      fixed != nullptr ? std::strtoull(fixed, nullptr, 10) : std::random_device{}();
-  std::cout << "seed " << seed << " (rerun with TROUPE_TEST_SEED=" << seed << ")\n";
-  testing::Test::RecordProperty("seed", std::to_string(seed));
-  return seed;
-}
-
 TEST(EntityChildName, MapsDistinctRandomIdsToDistinctValidNames) {
-  const std::uint64_t seed = test_seed();
+  const std::uint64_t seed = troupe::testkit::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
 
