@@ -272,7 +272,7 @@ intrusive_ptr<actor_cell> actor_cell::child(std::string_view name) const {
     return nullptr;
   }
   if (!ext_) return nullptr;
-  auto it = ext_->named_children.find(std::string(name));
+  auto it = ext_->named_children.find(name);
   return it == ext_->named_children.end() ? nullptr : intrusive_ptr<actor_cell>(it->second);
 }
 

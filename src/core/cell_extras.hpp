@@ -14,6 +14,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -30,7 +31,8 @@ struct timer_entry {
 
 struct cell_extras {
   // children (guarded by the system's children lock of this cell)
-  std::unordered_map<std::string, actor_cell*> named_children;
+  // Keyed by a view of the child's own name (stable while it is registered): no second copy.
+  std::unordered_map<std::string_view, actor_cell*> named_children;
 
   // death watch
   std::vector<intrusive_ptr<actor_target>> watchers;  // who is told when we stop

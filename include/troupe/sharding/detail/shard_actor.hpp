@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -78,7 +79,7 @@ class shard_actor final : public actor<shard_message<M>> {
             [this](get_entity_ids&) {
               std::vector<std::string> ids;
               ids.reserve(entities_.size());
-              for (const auto& [id, slot] : entities_) ids.push_back(id);
+              for (const auto& [id, slot] : entities_) ids.emplace_back(id);
               this->context().reply(std::move(ids));
             },
         },
@@ -113,9 +114,14 @@ class shard_actor final : public actor<shard_message<M>> {
         reject(std::move(message), sender, "entity '" + id + "' could not be started");
         return;
       }
-      it = entities_.emplace(id, entity_slot{*ref, false, {}}).first;
+      it = entities_.emplace(id_of(*ref), entity_slot{*ref, false, {}}).first;
     }
     it->second.ref.tell(std::move(message), sender);
+  }
+
+  /// The id an entity cell carries (the map keys are views of it: no second copy per entity).
+  static const std::string& id_of(const untyped_ref& entity) {
+    return static_cast<troupe::detail::actor_cell*>(entity.target())->entity()->entity_id;
   }
 
   std::optional<actor_ref<M>> start_entity(const std::string& id, bool report = true) {
@@ -123,7 +129,6 @@ class shard_actor final : public actor<shard_message<M>> {
       auto ref = setup_->spawn_entity(
           this->context(), spawn_options(entity_child_name(id))
                                .with_entity(entity_identity{id, setup_->type_name, setup_->id}));
-      by_target_[ref.target()] = id;
       if (report) setup_->report_started(setup_->region, entity_started{setup_->id});
       return ref;
     } catch (const std::exception& e) {
@@ -133,9 +138,10 @@ class shard_actor final : public actor<shard_message<M>> {
   }
 
   void on_passivate(passivate<M>& p) {
-    auto t = by_target_.find(p.entity.target());
-    if (t == by_target_.end()) return;
-    auto& slot = entities_.at(t->second);
+    if (!p.entity) return;
+    auto it = entities_.find(id_of(p.entity));
+    if (it == entities_.end() || it->second.ref.target() != p.entity.target()) return;
+    auto& slot = it->second;
     if (slot.stopping) return;
     slot.stopping = true;
     std::visit(overloaded{[&](poison_pill& pill) { slot.ref.tell(pill); },
@@ -155,11 +161,10 @@ class shard_actor final : public actor<shard_message<M>> {
   // The shard is the entities' parent: it hears of each stop without watching (a watch would
   // cost every entity a watcher list).
   void on_child_terminated(const untyped_ref& who) override {
-    auto t = by_target_.find(who.target());
-    if (t == by_target_.end()) return;
-    const std::string id = std::move(t->second);
-    by_target_.erase(t);
+    // `who` keeps the stopped cell, and with it the id we read, alive for this call.
+    const std::string& id = id_of(who);
     auto it = entities_.find(id);
+    if (it == entities_.end() || it->second.ref.target() != who.target()) return;
     std::vector<pending> buffer = std::move(it->second.buffer);
     entities_.erase(it);
     buffered_ -= buffer.size();
@@ -179,7 +184,7 @@ class shard_actor final : public actor<shard_message<M>> {
         reject(std::move(p.message), p.sender, "entity '" + id + "' could not be restarted");
         return;
       }
-      it = entities_.emplace(id, entity_slot{*ref, false, {}}).first;
+      it = entities_.emplace(id_of(*ref), entity_slot{*ref, false, {}}).first;
     }
     it->second.ref.tell(std::move(p.message), p.sender);
   }
@@ -191,8 +196,7 @@ class shard_actor final : public actor<shard_message<M>> {
   }
 
   std::shared_ptr<const shard_setup<M>> setup_;
-  std::unordered_map<std::string, entity_slot> entities_;
-  std::unordered_map<const void*, std::string> by_target_;
+  std::unordered_map<std::string_view, entity_slot> entities_;  // keys: views of id_of(ref)
   std::size_t buffered_ = 0;
   std::uint64_t delivered_ = 0;
 };
