@@ -102,9 +102,9 @@ void actor_base::pre_restart(const std::exception_ptr& /*reason*/) {
 
 void actor_base::post_restart(const std::exception_ptr& /*reason*/) { pre_start(); }
 
-const entity_identity& actor_base::entity() const {
-  const auto& identity = context_.entity();
-  if (!identity) {
+const detail::entity_tag& actor_base::entity_tag() const {
+  const detail::entity_tag* identity = context_.cell().entity();
+  if (identity == nullptr) {
     throw error(errc::not_an_entity,
                 context_.path() +
                     " is not a sharded entity: entity() and entity_id() are set only on actors "

@@ -115,11 +115,6 @@ std::string actor_cell::path() const {
 
 system_impl* actor_cell::owner() const noexcept { return &system_; }
 
-const std::optional<entity_identity>& actor_cell::entity() const noexcept {
-  static const std::optional<entity_identity> none;
-  return none;
-}
-
 void actor_cell::start() {
   if (name_.empty()) {
     name_ = system_.anonymous_name();
@@ -136,10 +131,13 @@ void actor_cell::start() {
       throw error(errc::recipient_terminated,
                   "cannot spawn '" + name_ + "': parent " + parent_->path() + " is stopping");
     }
-    // Generated names ('$...') are unique by construction; only chosen names need the index.
-    // (We hold the parent's children lock, so its extras are created here, not via ext().)
+    // Generated names ('$...') are unique by construction, and so are names the spawner vouches
+    // for; only other chosen names need the index. (We hold the parent's children lock, so its
+    // extras are created here, not via ext().)
+    const bool indexed = name_[0] != '$' && !unindexed_name_;
     if (name_[0] != '$' && !parent_->ext_) parent_->ext_ = std::make_unique<cell_extras>();
-    if (name_[0] != '$' && !parent_->ext_->named_children.emplace(name_, this).second) {
+    if (unindexed_name_) parent_->ext_->has_unindexed_children = true;
+    if (indexed && !parent_->ext_->named_children.emplace(name_, this).second) {
       throw error(errc::actor_name_taken,
                   "actor name '" + name_ + "' is taken under " + parent_->path());
     }
@@ -338,7 +336,8 @@ void actor_cell::run_turn() noexcept {
     drain_to_dead_letters("recipient terminated");
   } else {
     const std::uint32_t budget = system_.throughput();
-    for (std::uint32_t n = 0; n < budget && user_messages_allowed(); ++n) {
+    std::uint32_t n = 0;
+    for (; n < budget && user_messages_allowed(); ++n) {
       const std::size_t batch_cap = actor_ != nullptr ? actor_->batch_cap() : 0;
       if (batch_cap > 1) {
         const std::size_t taken = run_batch(batch_cap);
@@ -352,6 +351,7 @@ void actor_cell::run_turn() noexcept {
       run_local_posts();
       if (system_inbox_.load(std::memory_order_relaxed) != nullptr) process_system_messages();
     }
+    if (n > 0 && actor_ != nullptr && phase_ == phase::running) actor_->turn_ended(n);
   }
   run_local_posts();
   release_turn();

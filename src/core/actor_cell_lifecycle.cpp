@@ -205,7 +205,7 @@ void actor_cell::finish_termination() noexcept {
   drain_to_dead_letters("recipient terminated");
   // Free the name before any watcher hears of the death, so it can be reused at once (the
   // parent unlinks us from its children later, when it handles child_terminated_message).
-  if (parent_ && name_[0] != '$') {
+  if (parent_ && name_[0] != '$' && !unindexed_name_) {
     std::lock_guard lock(system_.children_lock(parent_.get()));
     if (parent_->ext_) {
       auto& named = parent_->ext_->named_children;
@@ -237,7 +237,7 @@ void actor_cell::handle_child_terminated(actor_cell& child) {
     }
     if (child.next_sibling_ != nullptr) child.next_sibling_->prev_sibling_ = child.prev_sibling_;
     child.next_sibling_ = child.prev_sibling_ = nullptr;
-    if (ext_ && child.name_[0] != '$') {
+    if (ext_ && child.name_[0] != '$' && !child.unindexed_name_) {
       auto it = ext_->named_children.find(child.name_);
       if (it != ext_->named_children.end() && it->second == &child) ext_->named_children.erase(it);
     }
@@ -273,7 +273,15 @@ intrusive_ptr<actor_cell> actor_cell::child(std::string_view name) const {
   }
   if (!ext_) return nullptr;
   auto it = ext_->named_children.find(name);
-  return it == ext_->named_children.end() ? nullptr : intrusive_ptr<actor_cell>(it->second);
+  if (it != ext_->named_children.end()) return intrusive_ptr<actor_cell>(it->second);
+  if (ext_->has_unindexed_children) {
+    for (actor_cell* c = first_child_; c != nullptr; c = c->next_sibling_) {
+      if (c->unindexed_name_ && c->name_ == name && !c->is_terminated()) {
+        return intrusive_ptr<actor_cell>(c);
+      }
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace troupe::detail

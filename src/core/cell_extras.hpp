@@ -33,6 +33,8 @@ struct cell_extras {
   // children (guarded by the system's children lock of this cell)
   // Keyed by a view of the child's own name (stable while it is registered): no second copy.
   std::unordered_map<std::string_view, actor_cell*> named_children;
+  // Some children skipped the index (spawn_options::unique_name): child(name) also scans.
+  bool has_unindexed_children = false;
 
   // death watch
   std::vector<intrusive_ptr<actor_target>> watchers;  // who is told when we stop

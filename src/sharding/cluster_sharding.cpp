@@ -123,46 +123,65 @@ cluster_sharding::~cluster_sharding() = default;
 
 untyped_ref cluster_sharding::register_type(
     const std::string& type_name, const std::type_info& message_type,
-    const std::function<untyped_ref(actor_context&)>& spawn_region) {
+    const std::function<untyped_ref(actor_context&)>& spawn_region,
+    std::function<untyped_ref(shard_id)> (*make_shard_ref)(untyped_ref)) {
   std::lock_guard lock(mutex_);
   if (types_.count(type_name) != 0) {
     throw error(errc::invalid_config, "sharding type '" + type_name + "' is already started");
   }
   actor_context guardian(&detail::cell_of(sharding_guardian_));
   untyped_ref region = spawn_region(guardian);
-  types_.emplace(type_name, started_type{region, &message_type});
+  types_.emplace(type_name, started_type{region, &message_type, make_shard_ref(region)});
   return region;
+}
+
+const cluster_sharding::started_type& cluster_sharding::started(
+    const std::string& type_name) const {
+  auto it = types_.find(type_name);
+  if (it == types_.end()) {
+    throw error(errc::invalid_entity_id, "sharding type '" + type_name + "' is not started");
+  }
+  return it->second;
+}
+
+untyped_ref cluster_sharding::shard_ref_for(const std::string& type_name, shard_id shard) {
+  std::lock_guard lock(mutex_);
+  return started(type_name).shard_ref(shard);
 }
 
 untyped_ref cluster_sharding::region_of(const std::string& type_name,
                                         const std::type_info& message_type) const {
   std::lock_guard lock(mutex_);
-  auto it = types_.find(type_name);
-  if (it == types_.end()) {
-    throw error(errc::invalid_entity_id, "sharding type '" + type_name + "' is not started");
-  }
-  if (*it->second.message_type != message_type) {
+  const started_type& type = started(type_name);
+  if (*type.message_type != message_type) {
     throw error(errc::invalid_config, "sharding type '" + type_name + "' handles " +
-                                          troupe::detail::type_name(*it->second.message_type) +
-                                          ", not " + troupe::detail::type_name(message_type));
+                                          troupe::detail::type_name(*type.message_type) + ", not " +
+                                          troupe::detail::type_name(message_type));
   }
-  return it->second.region;
+  return type.region;
 }
 
 region_state cluster_sharding::state(const std::string& type_name, duration timeout) {
   untyped_ref region;
   {
     std::lock_guard lock(mutex_);
-    auto it = types_.find(type_name);
-    if (it == types_.end()) {
-      throw error(errc::invalid_entity_id, "sharding type '" + type_name + "' is not started");
-    }
-    region = it->second.region;
+    region = started(type_name).region;
   }
-  return detail::await_reply(
+  region_state state = detail::await_reply(
       system_,
       region.ask_any<region_state>(detail::get_region_state{}, timeout, troupe::use_future),
       timeout);
+  // Each running shard reports its own figures (the region does not count per entity).
+  for (auto& info : state.shards) {
+    if (!info.resident) continue;
+    info.stats = detail::await_reply(
+        system_,
+        shard_ref_for(type_name, info.id)
+            .ask_any<shard_stats>(get_shard_stats{}, timeout, troupe::use_future),
+        timeout);
+    info.entity_count = info.stats.entity_count;
+  }
+  return state;
 }
 
 std::vector<shard_info> cluster_sharding::shards(const std::string& type_name, duration timeout) {
@@ -171,22 +190,11 @@ std::vector<shard_info> cluster_sharding::shards(const std::string& type_name, d
 
 std::vector<std::string> cluster_sharding::entity_ids(const std::string& type_name, shard_id shard,
                                                       duration timeout) {
-  untyped_ref region;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = types_.find(type_name);
-    if (it == types_.end()) {
-      throw error(errc::invalid_entity_id, "sharding type '" + type_name + "' is not started");
-    }
-    region = it->second.region;
-  }
-  auto child = detail::cell_of(region).child(shard_child_name(shard));
-  if (!child) return {};
-  const untyped_ref shard_ref{troupe::detail::intrusive_ptr<troupe::detail::actor_target>(child)};
-  return detail::await_reply(system_,
-                             shard_ref.ask_any<std::vector<std::string>>(
-                                 detail::get_entity_ids{}, timeout, troupe::use_future),
-                             timeout);
+  return detail::await_reply(
+      system_,
+      shard_ref_for(type_name, shard)
+          .ask_any<std::vector<std::string>>(get_entity_ids{}, timeout, troupe::use_future),
+      timeout);
 }
 
 std::vector<std::string> cluster_sharding::type_names() const {

@@ -99,6 +99,7 @@ TEST(Lifecycle, PostStopRunsAfterStopAndNoMessageAfterIt) {
 
 struct spawn_child {
   std::string name;
+  bool unique = false;  // spawn_options::with_unique_name: the parent does not index it
 };
 struct list_children {};
 struct stop_then_spawn {};
@@ -111,15 +112,17 @@ class parent final : public troupe::actor<parent_msg> {
 
  private:
   void receive(parent_msg& msg) override {
-    std::visit(troupe::overloaded{[this](spawn_child& s) { spawn_one(s.name); },
+    std::visit(troupe::overloaded{[this](spawn_child& s) { spawn_one(s.name, s.unique); },
                                   [this](list_children&) { list(); },
                                   [this](stop_then_spawn&) { stop_then_spawn_one(); }},
                msg);
   }
 
-  void spawn_one(const std::string& name) {
+  void spawn_one(const std::string& name, bool unique = false) {
     try {
-      auto child = context().spawn<recorder>(name, out_);
+      troupe::spawn_options options(name);
+      if (unique) options.with_unique_name();
+      auto child = context().spawn<recorder>(std::move(options), out_);
       out_.tell("spawned " + child.path());
     } catch (const troupe::error& e) {
       out_.tell("failed " + std::string(make_error_code(e.value()).message()));
@@ -222,6 +225,19 @@ TEST(Lifecycle, ChildrenAndChildFindTheLiveChildren) {
   a.tell(list_children{});
   EXPECT_EQ(next_non_lifecycle(probe), "children /user/a/x /user/a/y");
   EXPECT_EQ(next_non_lifecycle(probe), "child x /user/a/x");
+  EXPECT_EQ(next_non_lifecycle(probe), "child nope <empty>");
+}
+
+TEST(Lifecycle, ChildFindsAChildSpawnedWithAUniqueNameWithoutTheIndex) {
+  actor_system system(small_config());
+  test_probe<std::string> probe(system);
+  auto a = system.spawn<parent>("a", probe.ref());
+
+  a.tell(spawn_child{"x", /*unique=*/true});
+  EXPECT_EQ(next_non_lifecycle(probe), "spawned /user/a/x");
+  a.tell(list_children{});
+  EXPECT_EQ(next_non_lifecycle(probe), "children /user/a/x");
+  EXPECT_EQ(next_non_lifecycle(probe), "child x /user/a/x");  // found by a scan
   EXPECT_EQ(next_non_lifecycle(probe), "child nope <empty>");
 }
 

@@ -59,6 +59,7 @@ actor_ref<typename A::message_type> spawn_actor(actor_cell& parent, spawn_option
                                                    std::move(factory));
   }
   intrusive_ptr<actor_cell> ref(cell, adopt);
+  if (options.unique_name) cell->set_unindexed_name();
   cell->start();
   return actor_ref<typename A::message_type>(intrusive_ptr<actor_target>(std::move(ref)));
 }
@@ -151,7 +152,11 @@ class actor_context {
 
   /// The entity identity when this actor is a sharded entity; empty otherwise (also for an
   /// entity's own children). Set before the constructor runs.
-  [[nodiscard]] const std::optional<entity_identity>& entity() const { return cell().entity(); }
+  [[nodiscard]] std::optional<entity_identity> entity() const {
+    const detail::entity_tag* tag = cell().entity();
+    if (tag == nullptr) return std::nullopt;
+    return tag->identity();
+  }
 
   [[nodiscard]] detail::actor_cell& cell() const {
     if (cell_ == nullptr) {
@@ -183,11 +188,15 @@ class actor_base {
   [[nodiscard]] actor_context& context() noexcept { return context_; }
   [[nodiscard]] const actor_context& context() const noexcept { return context_; }
 
+ private:
+  [[nodiscard]] const detail::entity_tag& entity_tag() const;
+
+ protected:
   /// This entity's id, as the type's extractor returned it. Throws errc::not_an_entity for an
   /// actor that is not a sharded entity.
-  [[nodiscard]] const std::string& entity_id() const { return entity().entity_id; }
+  [[nodiscard]] const std::string& entity_id() const { return entity_tag().entity_id; }
   /// This entity's id, type name and shard. Throws errc::not_an_entity like entity_id().
-  [[nodiscard]] const entity_identity& entity() const;
+  [[nodiscard]] entity_identity entity() const { return entity_tag().identity(); }
 
   /// After construction, before the first message.
   virtual void pre_start() {}
@@ -204,6 +213,9 @@ class actor_base {
   virtual void on_child_terminated(const untyped_ref& /*child*/) {}
   /// How this actor supervises its children (default: restart, bounded, with backoff).
   [[nodiscard]] virtual supervisor_strategy child_supervision() const { return {}; }
+  /// A turn that handled messages has ended: how many (a metrics hook; sharding records each
+  /// shard's batch sizes with it).
+  virtual void turn_ended(std::size_t /*messages_handled*/) noexcept {}
 
  private:
   friend class detail::actor_cell;

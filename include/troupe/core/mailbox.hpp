@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace troupe {
 
@@ -45,14 +46,27 @@ struct spawn_options {
 
   /// Marks the actor as a sharded entity with this identity (context().entity(), entity_id()).
   /// Sharding sets it; tests use it to run an entity alone, without sharding.
-  std::optional<entity_identity> entity;
+  std::optional<detail::entity_tag> entity;
+  /// The caller guarantees that no live sibling has this name, so the parent keeps no index
+  /// entry for it (child(name) then finds it by a scan). Sharding spawns entities this way:
+  /// their shard already indexes them by id.
+  bool unique_name = false;
 
   spawn_options& with_mailbox(mailbox_config m) {
     mailbox = m;
     return *this;
   }
-  spawn_options& with_entity(entity_identity identity) {
-    entity = std::move(identity);
+  spawn_options& with_entity(const entity_identity& identity) {
+    entity = detail::entity_tag{identity.entity_id, &detail::intern_type_name(identity.type_name),
+                                identity.shard_id};
+    return *this;
+  }
+  spawn_options& with_entity(detail::entity_tag tag) {
+    entity = std::move(tag);
+    return *this;
+  }
+  spawn_options& with_unique_name() {
+    unique_name = true;
     return *this;
   }
 };

@@ -79,6 +79,54 @@ class region_ingress final : public troupe::detail::actor_target {
   std::optional<std::string> entity_id_;
 };
 
+/// The ref users hold for one shard (shard_ref_for): takes get_entity_ids and get_shard_stats
+/// and sends them through the region, so that it outlives the shard actor's passivation.
+template <class M>
+class shard_ingress final : public troupe::detail::actor_target {
+ public:
+  shard_ingress(untyped_ref region, shard_id shard) : region_(std::move(region)), shard_(shard) {}
+
+  void enqueue(troupe::detail::envelope_base* e) noexcept override { forward(e); }
+  void enqueue_any(troupe::detail::envelope_base* e) noexcept override { forward(e); }
+  std::error_code try_enqueue(troupe::detail::envelope_base* e) noexcept override {
+    forward(e);
+    return {};
+  }
+  void send_system(troupe::detail::system_message* m) noexcept override {
+    region_.target()->send_system(m);
+  }
+  [[nodiscard]] std::string path() const override {
+    return region_.path() + "/" + shard_child_name(shard_);
+  }
+  [[nodiscard]] troupe::detail::system_impl* owner() const noexcept override {
+    return region_.target()->owner();
+  }
+  [[nodiscard]] bool is_terminated() const noexcept override { return region_.is_terminated(); }
+  void notify_undelivered(std::error_code, const std::string&) noexcept override {}
+
+ private:
+  void forward(troupe::detail::envelope_base* e) noexcept {
+    try {
+      auto query =
+          troupe::detail::convert_payload<std::variant<get_entity_ids, get_shard_stats>>(*e);
+      if (!query) {
+        region_.target()->enqueue_any(e);  // the region dead-letters what it cannot take
+        return;
+      }
+      auto* wrapped = new troupe::detail::envelope<region_message<M>>(
+          std::in_place_type<shard_query>, shard_query{shard_, std::move(*query)});
+      wrapped->sender = std::move(e->sender);
+      delete e;
+      region_.target()->enqueue(wrapped);
+    } catch (...) {
+      delete e;  // out of memory: nothing sensible left to do
+    }
+  }
+
+  untyped_ref region_;
+  shard_id shard_;
+};
+
 /// Resolves every knob: code, then the node's configuration, then the defaults.
 region_settings resolve_settings(actor_system& system, const std::string& type_name,
                                  std::optional<std::uint32_t> num_shards,
@@ -152,8 +200,13 @@ class cluster_sharding {
         troupe::detail::adopt));
   }
 
+  /// A ref to one shard of a type on this node, valid across the shard's passivation: ask it
+  /// get_entity_ids (std::vector<std::string>) or get_shard_stats (shard_stats). A shard that
+  /// is not running answers as an empty one; asking does not start it.
+  untyped_ref shard_ref_for(const std::string& type_name, shard_id shard);
+
   // -- introspection (blocking; for tools and tests, not for actors) --------------------------
-  /// The shards of a type on this node, by id.
+  /// The shards of a type on this node, by id, with each running shard's own figures.
   std::vector<shard_info> shards(const std::string& type_name,
                                  duration timeout = std::chrono::seconds(3));
   /// The region's state: shards, buffered messages, hottest entity ids.
@@ -168,11 +221,14 @@ class cluster_sharding {
   struct started_type {
     untyped_ref region;  // the region actor itself (message type: region_message<M>)
     const std::type_info* message_type;
+    std::function<untyped_ref(shard_id)> shard_ref;  // builds a shard_ingress<M>
   };
 
   untyped_ref region_of(const std::string& type_name, const std::type_info& message_type) const;
+  [[nodiscard]] const started_type& started(const std::string& type_name) const;
   untyped_ref register_type(const std::string& type_name, const std::type_info& message_type,
-                            const std::function<untyped_ref(actor_context&)>& spawn_region);
+                            const std::function<untyped_ref(actor_context&)>& spawn_region,
+                            std::function<untyped_ref(shard_id)> (*make_shard_ref)(untyped_ref));
 
   actor_system& system_;
   mutable std::mutex mutex_;
@@ -203,10 +259,17 @@ actor_ref<M> cluster_sharding::start(sharding_options<M> options) {
   setup->extract_entity_message = std::move(options.extract_entity_message);
   setup->extract_shard_id = std::move(options.extract_shard_id);
   const std::string type_name = setup->settings.type_name;
-  untyped_ref region =
-      register_type(type_name, typeid(M), [&](actor_context& guardian) -> untyped_ref {
+  untyped_ref region = register_type(
+      type_name, typeid(M),
+      [&](actor_context& guardian) -> untyped_ref {
         return guardian.spawn<detail::region_actor<M>>(
             region_name(type_name), std::shared_ptr<const detail::region_setup<M>>(setup));
+      },
+      [](untyped_ref r) -> std::function<untyped_ref(shard_id)> {
+        return [r = std::move(r)](shard_id shard) {
+          return untyped_ref(troupe::detail::intrusive_ptr<troupe::detail::actor_target>(
+              new detail::shard_ingress<M>(r, shard), troupe::detail::adopt));
+        };
       });
   return actor_ref<M>(troupe::detail::intrusive_ptr<troupe::detail::actor_target>(
       new detail::region_ingress<M>(std::move(region), std::nullopt), troupe::detail::adopt));

@@ -4,6 +4,7 @@
 #include <troupe/core/actor.hpp>
 #include <troupe/core/actor_ref.hpp>
 #include <troupe/sharding/shard_id.hpp>
+#include <troupe/sharding/shard_stats.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -33,13 +34,22 @@ void request_passivation(actor_context& context,
 /// One shard as introspection sees it.
 struct shard_info {
   shard_id id = 0;
+  /// Entities running in it (0 when not resident).
   std::size_t entity_count = 0;
   /// The shard actor is running (false: passivated or never started, still owned here).
   bool resident = false;
   /// Hosted on this node.
   bool local = true;
+  /// Messages the region delivered to it, over all its incarnations.
   std::uint64_t messages_processed = 0;
+  /// The current shard actor's own figures (all zero when not resident).
+  shard_stats stats;
 };
+
+/// Ask a shard (shard_ref_for) for its ids: replies std::vector<std::string>.
+struct get_entity_ids {};
+/// Ask a shard (shard_ref_for) for its figures: replies shard_stats.
+struct get_shard_stats {};
 
 /// The state of a region.
 struct region_state {
@@ -65,6 +75,8 @@ template <class M>
 struct deliver {
   std::string entity_id;
   M message;
+  /// When the region sent it, for 1 in 16 messages (the shard's queue-wait sample); else unset.
+  time_point sent_at{};
 };
 /// Region to shard: the policy wants this entity stopped.
 struct passivate_entity {
@@ -75,15 +87,9 @@ struct entity_stopped {
   shard_id shard = 0;
   std::string entity_id;
 };
-/// Shard to region: an entity has started.
-struct entity_started {
-  shard_id shard = 0;
-};
 /// Region's own periodic ticks.
 struct passivation_tick {};
 struct hot_keys_tick {};
-/// Asks a shard for its entity ids.
-struct get_entity_ids {};
 /// Shard's own timer: has it stood empty for its window?
 struct shard_idle_check {};
 /// Shard to region: "I have stood empty for my window, having received `delivered` messages";

@@ -19,13 +19,16 @@
 #include <troupe/core/clock.hpp>
 #include <troupe/sharding/shard_id.hpp>
 
+#include <boost/unordered/unordered_flat_set.hpp>
+
 #include <chrono>
 #include <compare>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <vector>
 
 namespace troupe::sharding {
@@ -39,9 +42,25 @@ struct entity_key {
   friend std::strong_ordering operator<=>(const entity_key&, const entity_key&) = default;
 };
 
-/// Hashes an entity_key (also available as std::hash<entity_key>).
+/// An entity_key that refers to an id held elsewhere: what the policy is fed (no copy per
+/// message).
+struct entity_key_view {
+  shard_id shard = 0;
+  std::string_view id;
+
+  entity_key_view() = default;
+  entity_key_view(shard_id s, std::string_view i) : shard(s), id(i) {}
+  entity_key_view(const entity_key& key)  // NOLINT(google-explicit-constructor)
+      : shard(key.shard), id(key.id) {}
+};
+
+/// Hashes an entity_key or a view of one alike (also available as std::hash<entity_key>).
 struct entity_key_hash {
-  [[nodiscard]] std::size_t operator()(const entity_key& key) const noexcept;
+  using is_transparent = void;
+  [[nodiscard]] std::size_t operator()(entity_key_view key) const noexcept;
+  [[nodiscard]] std::size_t operator()(const entity_key& key) const noexcept {
+    return (*this)(entity_key_view(key));
+  }
 };
 
 /// The knobs of idle_and_lru_policy.
@@ -66,12 +85,12 @@ class passivation_policy {
 
   /// `key` got a message at `now` (a new entity starts being tracked). Returns the entities to
   /// passivate because of it, e.g. those beyond a size limit; never `key` itself.
-  [[nodiscard]] virtual std::vector<entity_key> entity_touched(const entity_key& key,
+  [[nodiscard]] virtual std::vector<entity_key> entity_touched(entity_key_view key,
                                                                time_point now) = 0;
 
   /// `key` has stopped, for whatever reason (passivated, failed, its shard handed off): the
   /// policy forgets it. Unknown keys are ignored.
-  virtual void entity_stopped(const entity_key& key) = 0;
+  virtual void entity_stopped(entity_key_view key) = 0;
 
   /// The caller's periodic tick at `now`. Returns the entities to passivate because of time,
   /// e.g. those idle for too long.
@@ -96,38 +115,63 @@ class idle_and_lru_policy final : public passivation_policy {
   explicit idle_and_lru_policy(passivation_settings settings);
   ~idle_and_lru_policy() override = default;
 
-  [[nodiscard]] std::vector<entity_key> entity_touched(const entity_key& key,
+  [[nodiscard]] std::vector<entity_key> entity_touched(entity_key_view key,
                                                        time_point now) override;
-  void entity_stopped(const entity_key& key) override;
+  void entity_stopped(entity_key_view key) override;
   [[nodiscard]] std::vector<entity_key> interval_passed(time_point now) override;
   [[nodiscard]] std::size_t active() const override { return active_; }
 
   /// How many returned entities have been neither reported stopped nor touched since.
-  [[nodiscard]] std::size_t passivating() const { return entries_.size() - active_; }
+  [[nodiscard]] std::size_t passivating() const { return index_.size() - active_; }
 
   [[nodiscard]] const passivation_settings& settings() const { return settings_; }
 
  private:
-  // One tracked entity. Active entries are linked into the recency list, least recently touched
-  // at the head; passivating ones are unlinked. The entry lives in entries_, whose nodes never
-  // move, so the list links point straight at map values (an intrusive list: no extra node).
+  // Entries live in one vector (slots_, recycled through a free list) and link by index: no
+  // allocation per entity beyond its id, ~60 bytes each. Active entries form the recency list,
+  // least recently touched at the head; passivating ones are unlinked.
+  static constexpr std::uint32_t none = UINT32_MAX;
   struct entry {
-    const entity_key* key = nullptr;
+    std::string id;
     time_point last_touched;
-    entry* prev = nullptr;
-    entry* next = nullptr;
+    std::uint32_t prev = none;
+    std::uint32_t next = none;  // also links the free list
+    shard_id shard = 0;
     bool passivating = false;
   };
+  // The index holds slot numbers; these look the keys up in slots_ (transparently, by view).
+  struct slot_hash {
+    using is_transparent = void;
+    const std::vector<entry>* slots;
+    std::size_t operator()(std::uint32_t i) const noexcept {
+      const entry& e = (*slots)[i];
+      return entity_key_hash{}(entity_key_view(e.shard, e.id));
+    }
+    std::size_t operator()(entity_key_view key) const noexcept { return entity_key_hash{}(key); }
+  };
+  struct slot_equal {
+    using is_transparent = void;
+    const std::vector<entry>* slots;
+    bool operator()(std::uint32_t a, std::uint32_t b) const noexcept { return a == b; }
+    bool operator()(entity_key_view key, std::uint32_t i) const noexcept {
+      const entry& e = (*slots)[i];
+      return e.shard == key.shard && e.id == key.id;
+    }
+    bool operator()(std::uint32_t i, entity_key_view key) const noexcept { return (*this)(key, i); }
+  };
 
-  void link_at_tail(entry& e);
-  void unlink(entry& e);
-  // Unlinks `e`, marks it passivating and appends its key to `out`.
-  void start_passivating(entry& e, std::vector<entity_key>& out);
+  std::uint32_t allocate(entity_key_view key);
+  void link_at_tail(std::uint32_t i);
+  void unlink(std::uint32_t i);
+  // Unlinks slot `i`, marks it passivating and appends its key to `out`.
+  void start_passivating(std::uint32_t i, std::vector<entity_key>& out);
 
   passivation_settings settings_;
-  std::unordered_map<entity_key, entry, entity_key_hash> entries_;
-  entry* head_ = nullptr;
-  entry* tail_ = nullptr;
+  std::vector<entry> slots_;
+  std::uint32_t free_ = none;
+  boost::unordered_flat_set<std::uint32_t, slot_hash, slot_equal> index_;
+  std::uint32_t head_ = none;
+  std::uint32_t tail_ = none;
   std::size_t active_ = 0;
 };
 

@@ -68,8 +68,8 @@ class actor_cell : public actor_target {
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] actor_cell* parent() const noexcept { return parent_.get(); }
   [[nodiscard]] system_impl& system() const noexcept { return system_; }
-  /// The entity identity it was spawned with; empty for ordinary actors.
-  [[nodiscard]] virtual const std::optional<entity_identity>& entity() const noexcept;
+  /// The entity identity it was spawned with; null for ordinary actors.
+  [[nodiscard]] virtual const entity_tag* entity() const noexcept { return nullptr; }
 
   // -- scheduling (worker thread) --------------------------------------------------------------
   /// Runs one turn: system messages, then up to `throughput` user messages.
@@ -78,6 +78,8 @@ class actor_cell : public actor_target {
   /// Registers with the parent and runs constructor + pre_start on the calling thread (the
   /// cell is not visible to anyone else yet). Throws troupe::error for a bad or taken name.
   void start();
+  /// Spawned with spawn_options::unique_name: the parent's name index skips it.
+  void set_unindexed_name() noexcept { unindexed_name_ = true; }
   /// Guardians take spawns from any thread: create their rarely used state up front, so that
   /// it is never created concurrently with a spawn.
   void prepare_for_foreign_spawns() { (void)ext(); }
@@ -165,6 +167,7 @@ class actor_cell : public actor_target {
   phase phase_ = phase::starting;
   bool async_in_flight_ = false;
   bool children_closed_ = false;  // no more spawns: we are stopping (guarded by children lock)
+  bool unindexed_name_ = false;   // not in the parent's name index (unique by construction)
   mpsc_queue mailbox_;
   std::atomic<system_message*> system_inbox_{nullptr};
   system_impl& system_;
@@ -226,17 +229,15 @@ template <class A, class Factory>
 class entity_cell_of final : public actor_cell_of<A, Factory> {
  public:
   entity_cell_of(system_impl& system, intrusive_ptr<actor_cell> parent, std::string name,
-                 const mailbox_config& mailbox, Factory factory, entity_identity identity)
+                 const mailbox_config& mailbox, Factory factory, entity_tag identity)
       : actor_cell_of<A, Factory>(system, std::move(parent), std::move(name), mailbox,
                                   std::move(factory)),
         identity_(std::move(identity)) {}
 
-  [[nodiscard]] const std::optional<entity_identity>& entity() const noexcept override {
-    return identity_;
-  }
+  [[nodiscard]] const entity_tag* entity() const noexcept override { return &identity_; }
 
  private:
-  std::optional<entity_identity> identity_;
+  entity_tag identity_;
 };
 
 }  // namespace troupe::detail

@@ -22,9 +22,16 @@
 
 namespace troupe::sharding::detail {
 
+/// A question for one shard, sent through the region (shard_ref_for): the ref stays valid while
+/// the shard actor passivates and comes back.
+struct shard_query {
+  shard_id shard = 0;
+  std::variant<get_entity_ids, get_shard_stats> query;
+};
+
 template <class M>
-using region_message = std::variant<M, routed<M>, entity_started, entity_stopped, passivation_tick,
-                                    hot_keys_tick, get_region_state, shard_idle>;
+using region_message = std::variant<M, routed<M>, entity_stopped, passivation_tick, hot_keys_tick,
+                                    get_region_state, shard_idle, shard_query>;
 
 /// Everything a region runs with.
 template <class M>
@@ -53,7 +60,7 @@ class region_actor final : public actor<region_message<M>> {
   };
   struct shard_entry {
     actor_ref<shard_message<M>> ref;
-    std::size_t entities = 0;
+    std::shared_ptr<shard_setup<M>> setup;  // of the current shard actor
     std::uint64_t messages = 0;             // delivered to the shard, ever
     std::uint64_t sent_to_incarnation = 0;  // delivered to the current shard actor
     bool stopping = false;
@@ -74,17 +81,14 @@ class region_actor final : public actor<region_message<M>> {
     std::visit(overloaded{
                    [this](M& m) { route_extracting(std::move(m)); },
                    [this](routed<M>& r) { route(std::move(r.entity_id), std::move(r.message)); },
-                   [this](entity_started& s) { ++shards_[s.shard].entities; },
                    [this](entity_stopped& s) {
-                     auto& e = shards_[s.shard];
-                     if (e.entities > 0) --e.entities;
-                     policy_.entity_stopped(entity_key{s.shard, std::move(s.entity_id)});
+                     policy_.entity_stopped(entity_key_view(s.shard, s.entity_id));
                    },
                    [this](passivation_tick&) { on_tick(); },
                    [this](hot_keys_tick&) { hot_.rotate(); },
                    [this](get_region_state&) { this->context().reply(state()); },
                    [this](shard_idle& idle) { on_shard_idle(idle); },
-
+                   [this](shard_query& q) { on_shard_query(q); },
                },
                msg);
   }
@@ -123,13 +127,17 @@ class region_actor final : public actor<region_message<M>> {
     // Only messages that come through sharding count as an entity's activity.
     if (setup_->settings.passivation_idle > duration::zero() || setup_->settings.max_entities > 0) {
       for (auto& victim :
-           policy_.entity_touched(entity_key{shard, id}, this->context().clock().now())) {
+           policy_.entity_touched(entity_key_view(shard, id), this->context().clock().now())) {
         passivate(victim);
       }
     }
     // Sampled: counting every message costs more than routing it; 1 in 16 names a hot key
-    // just as well.
-    if ((++sampled_ & 15U) == 0) hot_.record(id, 16);
+    // just as well (and stamps the send time the shard's queue-wait figure samples).
+    time_point sent_at{};
+    if ((++sampled_ & 15U) == 0) {
+      hot_.record(id, 16);
+      sent_at = this->context().clock().now();
+    }
     auto& entry = shards_[shard];
     ++entry.messages;
     if (entry.stopping) {
@@ -142,14 +150,29 @@ class region_actor final : public actor<region_message<M>> {
       ++buffered_;
       return;
     }
-    send(shard, entry, std::move(id), std::move(message), this->context().sender());
+    send(shard, entry, std::move(id), std::move(message), this->context().sender(), sent_at);
   }
 
   void send(shard_id shard, shard_entry& entry, std::string id, M message,
-            const untyped_ref& sender) {
+            const untyped_ref& sender, time_point sent_at = {}) {
     ensure_shard(shard, entry);
     ++entry.sent_to_incarnation;
-    entry.ref.tell(deliver<M>{std::move(id), std::move(message)}, sender);
+    entry.setup->sent.store(entry.sent_to_incarnation, std::memory_order_relaxed);
+    entry.ref.tell(deliver<M>{std::move(id), std::move(message), sent_at}, sender);
+  }
+
+  /// Answers for a shard that has no running actor (it is empty), else asks the shard.
+  void on_shard_query(shard_query& q) {
+    auto it = shards_.find(q.shard);
+    if (it == shards_.end() || !it->second.ref || it->second.stopping) {
+      std::visit(
+          overloaded{[this](get_entity_ids&) { this->context().reply(std::vector<std::string>{}); },
+                     [this](get_shard_stats&) { this->context().reply(shard_stats{}); }},
+          q.query);
+      return;
+    }
+    const untyped_ref& sender = this->context().sender();
+    std::visit([&](auto& query) { it->second.ref.tell(query, sender); }, q.query);
   }
 
   /// Stops a shard that stood empty, unless a delivery may still be on its way to it.
@@ -168,9 +191,9 @@ class region_actor final : public actor<region_message<M>> {
       // The shard actor is gone; the region keeps owning the shard id. What arrived meanwhile
       // goes, in order, to a fresh shard actor (no coordinator round trip).
       entry.ref = {};
+      entry.setup = {};
       entry.stopping = false;
       entry.sent_to_incarnation = 0;
-      entry.entities = 0;
       std::deque<pending> buffer = std::move(entry.buffer);
       buffered_ -= buffer.size();
       for (auto& p : buffer) {
@@ -183,14 +206,11 @@ class region_actor final : public actor<region_message<M>> {
   void ensure_shard(shard_id shard, shard_entry& entry) {
     if (!entry.ref) {
       auto setup = std::make_shared<shard_setup<M>>();
-      setup->type_name = setup_->settings.type_name;
+      setup->type_name = &troupe::detail::intern_type_name(setup_->settings.type_name);
       setup->id = shard;
       setup->spawn_entity = setup_->spawn_entity;
       setup->region = this->context().self_ref();
       setup->buffer_size = setup_->settings.buffer_size;
-      setup->report_started = [](const untyped_ref& region, entity_started s) {
-        region.tell_any(region_message<M>(std::in_place_type<entity_started>, s));
-      };
       setup->report_stopped = [](const untyped_ref& region, entity_stopped s) {
         region.tell_any(region_message<M>(std::in_place_type<entity_stopped>, std::move(s)));
       };
@@ -198,8 +218,9 @@ class region_actor final : public actor<region_message<M>> {
         region.tell_any(region_message<M>(std::in_place_type<shard_idle>, i));
       };
       setup->passivation_idle = setup_->settings.shard_passivation_idle;
-      entry.ref = this->context().template spawn<shard_actor<M>>(
-          shard_child_name(shard), std::shared_ptr<const shard_setup<M>>(std::move(setup)));
+      entry.setup = setup;
+      entry.ref =
+          this->context().template spawn<shard_actor<M>>(shard_child_name(shard), std::move(setup));
     }
   }
 
@@ -218,8 +239,11 @@ class region_actor final : public actor<region_message<M>> {
     out.type_name = setup_->settings.type_name;
     out.num_shards = setup_->settings.num_shards;
     for (const auto& [id, entry] : shards_) {
-      out.shards.push_back(
-          shard_info{id, entry.entities, static_cast<bool>(entry.ref), true, entry.messages});
+      shard_info info;
+      info.id = id;
+      info.resident = static_cast<bool>(entry.ref) && !entry.stopping;
+      info.messages_processed = entry.messages;
+      out.shards.push_back(info);
     }
     out.buffered = buffered_;
     out.hottest = hot_.top(10);

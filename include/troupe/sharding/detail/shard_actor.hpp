@@ -8,8 +8,12 @@
 #include <troupe/core/supervision.hpp>
 #include <troupe/sharding/entity_path.hpp>
 #include <troupe/sharding/messages.hpp>
+#include <troupe/sharding/shard_stats.hpp>
 #include <troupe/sharding/sharding_options.hpp>
 
+#include <boost/unordered/unordered_flat_set.hpp>
+
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -25,38 +29,63 @@ void dead_letter_from(actor_context& context, troupe::detail::envelope_base* mes
                       std::string reason);
 
 template <class M>
-using shard_message =
-    std::variant<deliver<M>, passivate<M>, passivate_entity, get_entity_ids, shard_idle_check>;
+using shard_message = std::variant<deliver<M>, passivate<M>, passivate_entity, get_entity_ids,
+                                   get_shard_stats, shard_idle_check>;
 
 /// What a shard needs from its region.
 template <class M>
 struct shard_setup {
-  std::string type_name;
+  const std::string* type_name = nullptr;  // interned: every entity's identity points at it
   shard_id id = 0;
   entity_spawner<M> spawn_entity;
   std::function<void(const untyped_ref& region, entity_stopped)> report_stopped;
-  std::function<void(const untyped_ref& region, entity_started)> report_started;
   std::function<void(const untyped_ref& region, shard_idle)> report_idle;
   /// How long the shard may stand empty before it asks to stop; 0 keeps it resident.
   duration passivation_idle{};
   untyped_ref region;
   std::size_t buffer_size = 100'000;
+  /// Deliveries the region has sent this shard actor: written by the region only, read by the
+  /// shard now and then to see how deep its mailbox is.
+  std::atomic<std::uint64_t> sent{0};
 };
+
+/// The id an entity cell carries (the shard's index looks entities up by it: no second copy).
+inline const std::string& entity_id_of(const untyped_ref& entity) {
+  return static_cast<troupe::detail::actor_cell*>(entity.target())->entity()->entity_id;
+}
 
 template <class M>
 class shard_actor final : public actor<shard_message<M>> {
  public:
-  explicit shard_actor(std::shared_ptr<const shard_setup<M>> setup) : setup_(std::move(setup)) {}
+  explicit shard_actor(std::shared_ptr<shard_setup<M>> setup) : setup_(std::move(setup)) {}
 
  private:
   struct pending {
     M message;
     untyped_ref sender;
   };
-  struct entity_slot {
-    actor_ref<M> ref;
-    bool stopping = false;
-    std::vector<pending> buffer;  // for the next incarnation, while this one stops
+
+  // The entities, found by id without storing it: 8 bytes per entity in a flat table.
+  struct id_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view id) const noexcept {
+      return std::hash<std::string_view>{}(id);
+    }
+    std::size_t operator()(const actor_ref<M>& e) const noexcept {
+      return (*this)(entity_id_of(e));
+    }
+  };
+  struct id_equal {
+    using is_transparent = void;
+    bool operator()(const actor_ref<M>& a, const actor_ref<M>& b) const noexcept {
+      return a.target() == b.target();
+    }
+    bool operator()(std::string_view id, const actor_ref<M>& e) const noexcept {
+      return id == entity_id_of(e);
+    }
+    bool operator()(const actor_ref<M>& e, std::string_view id) const noexcept {
+      return id == entity_id_of(e);
+    }
   };
 
   /// Entity failures stop the entity (as in Akka Typed): its queued messages become dead
@@ -66,25 +95,27 @@ class shard_actor final : public actor<shard_message<M>> {
   }
 
   void receive(shard_message<M>& msg) override {
-    std::visit(
-        overloaded{
-            [this](deliver<M>& d) { on_deliver(std::move(d.entity_id), std::move(d.message)); },
-            [this](passivate<M>& p) { on_passivate(p); },
-            [this](passivate_entity& p) { on_passivate_entity(p.entity_id); },
-            [this](shard_idle_check&) {
-              if (entities_.empty()) {
-                setup_->report_idle(setup_->region, shard_idle{setup_->id, delivered_});
-              }
-            },
-            [this](get_entity_ids&) {
-              std::vector<std::string> ids;
-              ids.reserve(entities_.size());
-              for (const auto& [id, slot] : entities_) ids.emplace_back(id);
-              this->context().reply(std::move(ids));
-            },
-        },
-        msg);
+    std::visit(overloaded{
+                   [this](deliver<M>& d) { on_deliver(d); },
+                   [this](passivate<M>& p) { on_passivate(p); },
+                   [this](passivate_entity& p) { on_passivate_entity(p.entity_id); },
+                   [this](shard_idle_check&) {
+                     if (entities_.empty()) {
+                       setup_->report_idle(setup_->region, shard_idle{setup_->id, delivered_});
+                     }
+                   },
+                   [this](get_entity_ids&) {
+                     std::vector<std::string> ids;
+                     ids.reserve(entities_.size());
+                     for (const auto& e : entities_) ids.push_back(entity_id_of(e));
+                     this->context().reply(std::move(ids));
+                   },
+                   [this](get_shard_stats&) { this->context().reply(stats()); },
+               },
+               msg);
   }
+
+  void turn_ended(std::size_t handled) noexcept override { stats_.batch_sizes.record(handled); }
 
   void pre_start() override { arm_idle_check(); }
 
@@ -95,98 +126,117 @@ class shard_actor final : public actor<shard_message<M>> {
     }
   }
 
-  void on_deliver(std::string id, M message) {
+  [[nodiscard]] shard_stats stats() const {
+    shard_stats out = stats_;
+    out.messages_processed = delivered_;
+    out.entity_count = entities_.size();
+    return out;
+  }
+
+  void on_deliver(deliver<M>& d) {
     ++delivered_;
-    const untyped_ref sender = this->context().sender();
-    auto it = entities_.find(id);
-    if (it != entities_.end() && it->second.stopping) {
-      if (buffered_ >= setup_->buffer_size) {
-        reject(std::move(message), sender, "shard buffer full while entity '" + id + "' stops");
-        return;
+    observe(d);
+    const untyped_ref& sender = this->context().sender();
+    auto it = entities_.find(std::string_view(d.entity_id));
+    if (it != entities_.end()) {
+      if (!stopping_.empty()) {
+        if (auto s = stopping_.find(d.entity_id); s != stopping_.end()) {
+          buffer(s->second, d.entity_id, std::move(d.message), sender);
+          return;
+        }
       }
-      it->second.buffer.push_back({std::move(message), sender});
-      ++buffered_;
+      it->tell(std::move(d.message), sender);
       return;
     }
-    if (it == entities_.end()) {
-      auto ref = start_entity(id);
-      if (!ref) {
-        reject(std::move(message), sender, "entity '" + id + "' could not be started");
-        return;
-      }
-      it = entities_.emplace(id_of(*ref), entity_slot{*ref, false, {}}).first;
+    start_and_tell(d.entity_id, std::move(d.message), sender, "started");
+  }
+
+  /// Samples how long deliveries wait in the mailbox and how many wait behind them.
+  void observe(const deliver<M>& d) {
+    if (d.sent_at != time_point{}) {
+      stats_.observe_queue_wait(this->context().clock().now() - d.sent_at);
     }
-    it->second.ref.tell(std::move(message), sender);
+    if ((delivered_ & 15U) == 0) {
+      const std::uint64_t sent = setup_->sent.load(std::memory_order_relaxed);
+      stats_.observe_mailbox_depth(sent > delivered_ ? sent - delivered_ : 0);
+    }
   }
 
-  /// The id an entity cell carries (the map keys are views of it: no second copy per entity).
-  static const std::string& id_of(const untyped_ref& entity) {
-    return static_cast<troupe::detail::actor_cell*>(entity.target())->entity()->entity_id;
+  void buffer(std::vector<pending>& to, const std::string& id, M message,
+              const untyped_ref& sender) {
+    if (buffered_ >= setup_->buffer_size) {
+      reject(std::move(message), sender, "shard buffer full while entity '" + id + "' stops");
+      return;
+    }
+    to.push_back({std::move(message), sender});
+    ++buffered_;
   }
 
-  std::optional<actor_ref<M>> start_entity(const std::string& id, bool report = true) {
+  void start_and_tell(const std::string& id, M message, const untyped_ref& sender,
+                      const char* what) {
+    std::optional<actor_ref<M>> ref;
     try {
-      auto ref = setup_->spawn_entity(
-          this->context(), spawn_options(entity_child_name(id))
-                               .with_entity(entity_identity{id, setup_->type_name, setup_->id}));
-      if (report) setup_->report_started(setup_->region, entity_started{setup_->id});
-      return ref;
+      ref = setup_->spawn_entity(
+          this->context(),
+          spawn_options(entity_child_name(id))
+              .with_unique_name()  // one incarnation per id at a time: this index says so
+              .with_entity(troupe::detail::entity_tag{id, setup_->type_name, setup_->id}));
     } catch (const std::exception& e) {
       this->context().log().error("cannot start entity '{}': {}", id, e.what());
-      return std::nullopt;
+      reject(std::move(message), sender,
+             std::string("entity '") + id + "' could not be " + what + ": " + e.what());
+      return;
     }
+    ref->tell(std::move(message), sender);
+    entities_.insert(std::move(*ref));
   }
 
   void on_passivate(passivate<M>& p) {
     if (!p.entity) return;
-    auto it = entities_.find(id_of(p.entity));
-    if (it == entities_.end() || it->second.ref.target() != p.entity.target()) return;
-    auto& slot = it->second;
-    if (slot.stopping) return;
-    slot.stopping = true;
-    std::visit(overloaded{[&](poison_pill& pill) { slot.ref.tell(pill); },
-                          [&](M& stop) { slot.ref.tell(std::move(stop)); }},
+    auto it = entities_.find(std::string_view(entity_id_of(p.entity)));
+    if (it == entities_.end() || it->target() != p.entity.target()) return;
+    if (!stopping_.try_emplace(entity_id_of(*it)).second) return;  // already stopping
+    std::visit(overloaded{[&](poison_pill& pill) { it->tell(pill); },
+                          [&](M& stop) { it->tell(std::move(stop)); }},
                p.stop_message);
   }
 
   void on_passivate_entity(const std::string& id) {
-    auto it = entities_.find(id);
-    if (it == entities_.end() || it->second.stopping) return;
-    it->second.stopping = true;
+    auto it = entities_.find(std::string_view(id));
+    if (it == entities_.end()) return;
+    if (!stopping_.try_emplace(entity_id_of(*it)).second) return;
     // A poison pill, not a stop signal: messages already in the entity's mailbox are handled
     // first (a stop would overtake them). The entity's receive never sees it.
-    it->second.ref.tell(poison_pill{});
+    it->tell(poison_pill{});
   }
 
   // The shard is the entities' parent: it hears of each stop without watching (a watch would
   // cost every entity a watcher list).
   void on_child_terminated(const untyped_ref& who) override {
     // `who` keeps the stopped cell, and with it the id we read, alive for this call.
-    const std::string& id = id_of(who);
-    auto it = entities_.find(id);
-    if (it == entities_.end() || it->second.ref.target() != who.target()) return;
-    std::vector<pending> buffer = std::move(it->second.buffer);
+    const std::string& id = entity_id_of(who);
+    auto it = entities_.find(std::string_view(id));
+    if (it == entities_.end() || it->target() != who.target()) return;
+    std::vector<pending> waiting;
+    if (auto s = stopping_.find(id); s != stopping_.end()) {
+      waiting = std::move(s->second);
+      stopping_.erase(s);
+    }
     entities_.erase(it);
-    buffered_ -= buffer.size();
+    buffered_ -= waiting.size();
     // With mail waiting, the next incarnation starts at once: for the region (and its
     // passivation policy, which those messages already touched) the entity never stopped.
-    if (buffer.empty()) setup_->report_stopped(setup_->region, entity_stopped{setup_->id, id});
+    if (waiting.empty()) setup_->report_stopped(setup_->region, entity_stopped{setup_->id, id});
     // Messages that waited for this incarnation to end go, in order, to the next one.
-    for (auto& p : buffer) deliver_buffered(id, std::move(p));
-    if (entities_.empty()) arm_idle_check();
-  }
-
-  void deliver_buffered(const std::string& id, pending p) {
-    auto it = entities_.find(id);
-    if (it == entities_.end()) {
-      auto ref = start_entity(id, /*report=*/false);
-      if (!ref) {
-        reject(std::move(p.message), p.sender, "entity '" + id + "' could not be restarted");
-        return;
+    for (auto& p : waiting) {
+      auto next = entities_.find(std::string_view(id));
+      if (next != entities_.end()) {
+        next->tell(std::move(p.message), p.sender);
+      } else {
+        start_and_tell(id, std::move(p.message), p.sender, "restarted");
       }
-      it = entities_.emplace(id_of(*ref), entity_slot{*ref, false, {}}).first;
     }
-    it->second.ref.tell(std::move(p.message), p.sender);
+    if (entities_.empty()) arm_idle_check();
   }
 
   void reject(M message, const untyped_ref& sender, std::string reason) {
@@ -195,10 +245,14 @@ class shard_actor final : public actor<shard_message<M>> {
     dead_letter_from(this->context(), e, errc::mailbox_full, std::move(reason));
   }
 
-  std::shared_ptr<const shard_setup<M>> setup_;
-  std::unordered_map<std::string_view, entity_slot> entities_;  // keys: views of id_of(ref)
+  std::shared_ptr<shard_setup<M>> setup_;
+  boost::unordered_flat_set<actor_ref<M>, id_hash, id_equal> entities_;
+  // Entities on their way out, with what arrived for their next incarnation. Keys view the ids
+  // of the stopping cells, which entities_ keeps alive until they are erased together.
+  std::unordered_map<std::string_view, std::vector<pending>> stopping_;
   std::size_t buffered_ = 0;
   std::uint64_t delivered_ = 0;
+  shard_stats stats_;
 };
 
 }  // namespace troupe::sharding::detail
