@@ -18,6 +18,7 @@
 #include "bench_support.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <thread>
 
 namespace {
@@ -44,7 +45,9 @@ std::vector<std::string> make_ids(char prefix, std::int64_t count) {
 
 /// The index n of an id "<letter><n>".
 std::size_t index_of(const std::string& id) {
-  return static_cast<std::size_t>(std::stoull(id.substr(1)));
+  std::size_t n = 0;
+  std::from_chars(id.data() + 1, id.data() + id.size(), n);
+  return n;
 }
 
 /// What the entities of one run report to.

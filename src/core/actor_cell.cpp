@@ -7,7 +7,9 @@
 #include "core/system_impl.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
+#include <string_view>
 
 namespace troupe::detail {
 
@@ -41,10 +43,17 @@ class current_scope {
   system_message* tail_;
 };
 
-bool valid_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '-' || c == '.' || c == '@' || c == ':' || c == '+' || c == '~';
-}
+// One table lookup per character: names are checked on every spawn (a million entities...).
+constexpr std::array<bool, 256> valid_name_chars = [] {
+  std::array<bool, 256> table{};
+  for (int c = 'a'; c <= 'z'; ++c) table[c] = true;
+  for (int c = 'A'; c <= 'Z'; ++c) table[c] = true;
+  for (int c = '0'; c <= '9'; ++c) table[c] = true;
+  for (const char c : std::string_view("_-.@:+~")) table[static_cast<unsigned char>(c)] = true;
+  return table;
+}();
+
+bool valid_name_char(char c) { return valid_name_chars[static_cast<unsigned char>(c)]; }
 
 }  // namespace
 
@@ -74,7 +83,7 @@ actor_cell* constructing_cell() noexcept { return tls_constructing; }
 
 // -- construction -------------------------------------------------------------------------------
 
-actor_cell::actor_cell(system_impl& system, intrusive_ptr<actor_cell> parent, std::string name,
+actor_cell::actor_cell(system_impl& system, intrusive_ptr<actor_cell> parent, std::string&& name,
                        const mailbox_config& mailbox)
     : system_(system), parent_(std::move(parent)), name_(std::move(name)) {
   if (mailbox.capacity > 0) {

@@ -61,8 +61,8 @@ void system_impl::start() {
   intrusive_ptr<system_impl> self(this);
   auto make_guardian = [&](const char* name) {
     auto factory = [self](void* where) { return new (where) guardian(); };
-    auto* cell = new actor_cell_of<guardian, decltype(factory)>(*this, nullptr, name,
-                                                                mailbox_config{}, factory);
+    auto* cell = new actor_cell_of<guardian, decltype(factory)>(
+        *this, nullptr, std::string(name), mailbox_config{}, std::move(factory));
     intrusive_ptr<actor_cell> ref(cell, adopt);
     cell->prepare_for_foreign_spawns();
     cell->start();

@@ -1,17 +1,20 @@
 #include "troupe/core/entity_identity.hpp"
 
+#include <map>
 #include <mutex>
-#include <unordered_set>
+#include <utility>
 
 namespace troupe::detail {
 
-const std::string& intern_type_name(std::string_view name) {
-  // Node-based: references to elements stay valid as the set grows. Leaked on purpose, so that
-  // entities stopping during static destruction still read a valid name.
-  static auto* const names = new std::unordered_set<std::string>();
+const entity_home& intern_entity_home(std::string_view type_name, std::uint32_t shard_id) {
+  // Node-based: references to elements stay valid as the map grows. Leaked on purpose, so that
+  // entities stopping during static destruction still read a valid home.
+  static auto* const homes = new std::map<std::pair<std::string, std::uint32_t>, entity_home>();
   static std::mutex mutex;
   std::lock_guard lock(mutex);
-  return *names->emplace(name).first;
+  auto [it, inserted] = homes->try_emplace({std::string(type_name), shard_id});
+  if (inserted) it->second = entity_home{std::string(type_name), shard_id};
+  return it->second;
 }
 
 }  // namespace troupe::detail

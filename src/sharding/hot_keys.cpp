@@ -38,57 +38,64 @@ void hot_keys::rotate() {
 // -- summary ------------------------------------------------------------------------------------
 
 void hot_keys::summary::record(std::string_view id, std::uint64_t n, std::size_t capacity) {
-  if (const auto it = position_.find(id); it != position_.end()) {
-    heap_[it->second].count += n;
-    sift_down(it->second);
+  if (const auto it = index_.find(id); it != index_.end()) {
+    counter& c = counters_[it->second];
+    c.count += n;
+    sift_down(c.heap_at);
     return;
   }
-  if (heap_.size() < capacity) {
-    position_.emplace(std::string(id), heap_.size());
-    heap_.push_back(counter{std::string(id), n});
-    sift_up(heap_.size() - 1);
+  if (counters_.size() < capacity) {
+    if (counters_.capacity() < capacity) counters_.reserve(capacity);  // views stay valid
+    const auto i = static_cast<std::uint32_t>(counters_.size());
+    counters_.push_back(counter{std::string(id), n, i});
+    heap_.push_back(i);
+    index_.emplace(counters_.back().id, i);
+    sift_up(i);
     return;
   }
   // Full: the new id takes over the smallest counter and inherits its count.
-  counter& smallest = heap_.front();
-  position_.erase(smallest.id);
-  position_.emplace(std::string(id), 0);
-  smallest.id = id;
+  const std::uint32_t i = heap_.front();
+  counter& smallest = counters_[i];
+  index_.erase(smallest.id);
+  smallest.id.assign(id);
   smallest.count += n;
+  index_.emplace(smallest.id, i);
   sift_down(0);
 }
 
 void hot_keys::summary::clear() {
+  index_.clear();
   heap_.clear();
-  position_.clear();
+  counters_.clear();
 }
 
-void hot_keys::summary::sift_down(std::size_t i) {
+void hot_keys::summary::sift_down(std::uint32_t at) {
+  const auto size = static_cast<std::uint32_t>(heap_.size());
   for (;;) {
-    const std::size_t left = 2 * i + 1;
-    const std::size_t right = left + 1;
-    std::size_t smallest = i;
-    if (left < heap_.size() && heap_[left].count < heap_[smallest].count) smallest = left;
-    if (right < heap_.size() && heap_[right].count < heap_[smallest].count) smallest = right;
-    if (smallest == i) return;
-    swap_at(i, smallest);
-    i = smallest;
+    const std::uint32_t left = 2 * at + 1;
+    const std::uint32_t right = left + 1;
+    std::uint32_t smallest = at;
+    if (left < size && count_at(left) < count_at(smallest)) smallest = left;
+    if (right < size && count_at(right) < count_at(smallest)) smallest = right;
+    if (smallest == at) return;
+    swap_at(at, smallest);
+    at = smallest;
   }
 }
 
-void hot_keys::summary::sift_up(std::size_t i) {
-  while (i > 0) {
-    const std::size_t parent = (i - 1) / 2;
-    if (heap_[parent].count <= heap_[i].count) return;
-    swap_at(i, parent);
-    i = parent;
+void hot_keys::summary::sift_up(std::uint32_t at) {
+  while (at > 0) {
+    const std::uint32_t parent = (at - 1) / 2;
+    if (count_at(parent) <= count_at(at)) return;
+    swap_at(at, parent);
+    at = parent;
   }
 }
 
-void hot_keys::summary::swap_at(std::size_t a, std::size_t b) {
+void hot_keys::summary::swap_at(std::uint32_t a, std::uint32_t b) {
   std::swap(heap_[a], heap_[b]);
-  position_.find(heap_[a].id)->second = a;
-  position_.find(heap_[b].id)->second = b;
+  counters_[heap_[a]].heap_at = a;
+  counters_[heap_[b]].heap_at = b;
 }
 
 }  // namespace troupe::sharding

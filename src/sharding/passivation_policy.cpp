@@ -1,11 +1,13 @@
 #include "troupe/sharding/passivation_policy.hpp"
 
+#include "troupe/sharding/detail/id_hash.hpp"
+
 #include <utility>
 
 namespace troupe::sharding {
 
 std::size_t entity_key_hash::operator()(entity_key_view key) const noexcept {
-  const std::size_t h = std::hash<std::string_view>{}(key.id);
+  const std::size_t h = detail::hash_id(key.id);
   // Mix in the shard (boost::hash_combine's constant): ids repeat across shards only by accident,
   // but equal ids in different shards must still be different keys.
   return h ^ (std::hash<shard_id>{}(key.shard) + 0x9e3779b97f4a7c15ULL + (h << 6U) + (h >> 2U));

@@ -41,7 +41,7 @@ namespace detail {
 spdlog::logger& runtime_logger();
 
 template <class A, class... Args>
-actor_ref<typename A::message_type> spawn_actor(actor_cell& parent, spawn_options options,
+actor_ref<typename A::message_type> spawn_actor(actor_cell& parent, spawn_options&& options,
                                                 Args&&... args) {
   // Arguments are kept (copied) to rebuild the actor on restart.
   auto factory = [tuple = std::make_tuple(std::decay_t<Args>(std::forward<Args>(args))...)](

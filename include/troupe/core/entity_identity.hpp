@@ -22,18 +22,26 @@ struct entity_identity {
 
 namespace detail {
 
-/// The identity as an entity's cell keeps it: a million entities of one type share one copy of
-/// the type name (interned, never freed), so each pays only for its id.
-struct entity_tag {
-  std::string entity_id;
-  const std::string* type_name = nullptr;  // from intern_type_name
+/// Where an entity lives: its type and shard. Interned (one copy per type and shard, never
+/// freed; there are few), so an entity's cell keeps one pointer to it.
+struct entity_home {
+  std::string type_name;
   std::uint32_t shard_id = 0;
-
-  [[nodiscard]] entity_identity identity() const { return {entity_id, *type_name, shard_id}; }
 };
 
-/// The one copy of `name` that lives as long as the process (thread-safe; type names are few).
-const std::string& intern_type_name(std::string_view name);
+/// The one entity_home for this type and shard (thread-safe).
+const entity_home& intern_entity_home(std::string_view type_name, std::uint32_t shard_id);
+
+/// The identity as an entity's cell keeps it: its id and a pointer to its interned home, so
+/// each entity pays only for its id.
+struct entity_tag {
+  std::string entity_id;
+  const entity_home* home = nullptr;
+
+  [[nodiscard]] entity_identity identity() const {
+    return {entity_id, home->type_name, home->shard_id};
+  }
+};
 
 }  // namespace detail
 }  // namespace troupe

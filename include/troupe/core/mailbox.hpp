@@ -57,8 +57,8 @@ struct spawn_options {
     return *this;
   }
   spawn_options& with_entity(const entity_identity& identity) {
-    entity = detail::entity_tag{identity.entity_id, &detail::intern_type_name(identity.type_name),
-                                identity.shard_id};
+    entity = detail::entity_tag{identity.entity_id,
+                                &detail::intern_entity_home(identity.type_name, identity.shard_id)};
     return *this;
   }
   spawn_options& with_entity(detail::entity_tag tag) {

@@ -9,6 +9,8 @@
 /// With two buckets and rotate() called every window/2, top() covers between window/2 and one
 /// window of traffic. Not thread-safe: one shard owns one instance.
 
+#include <troupe/sharding/detail/id_hash.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -45,31 +47,30 @@ class hot_keys {
   struct counter {
     std::string id;
     std::uint64_t count = 0;
+    std::uint32_t heap_at = 0;  // its place in the heap
   };
 
-  // One space-saving summary: counters in a binary min-heap on count, plus an index from id to
-  // heap position, so record() costs O(log counters).
+  // One space-saving summary: counters that never move (reserved up front), a binary min-heap
+  // of their indices on count, and an index from id (a view of the counter's own copy) to
+  // counter. Heap moves swap two integers, so record() costs O(log counters) cheap steps and at
+  // most two hash lookups.
   class summary {
    public:
     void record(std::string_view id, std::uint64_t n, std::size_t capacity);
     void clear();
-    [[nodiscard]] const std::vector<counter>& counters() const { return heap_; }
+    [[nodiscard]] const std::vector<counter>& counters() const { return counters_; }
 
    private:
-    void sift_down(std::size_t i);
-    void sift_up(std::size_t i);
-    void swap_at(std::size_t a, std::size_t b);
+    void sift_down(std::uint32_t at);
+    void sift_up(std::uint32_t at);
+    void swap_at(std::uint32_t a, std::uint32_t b);
+    [[nodiscard]] std::uint64_t count_at(std::uint32_t at) const {
+      return counters_[heap_[at]].count;
+    }
 
-    // Transparent, so record() looks an id up without copying it into a std::string.
-    struct id_hash {
-      using is_transparent = void;
-      [[nodiscard]] std::size_t operator()(std::string_view id) const noexcept {
-        return std::hash<std::string_view>{}(id);
-      }
-    };
-
-    std::vector<counter> heap_;
-    std::unordered_map<std::string, std::size_t, id_hash, std::equal_to<>> position_;
+    std::vector<counter> counters_;
+    std::vector<std::uint32_t> heap_;
+    std::unordered_map<std::string_view, std::uint32_t, detail::id_hasher> index_;
   };
 
   std::size_t capacity_;

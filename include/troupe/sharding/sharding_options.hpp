@@ -37,7 +37,7 @@ struct shard_key {
 
 /// Spawns one entity under its shard (the type-erased "entity class + constructor arguments").
 template <class M>
-using entity_spawner = std::function<actor_ref<M>(actor_context& shard, spawn_options options)>;
+using entity_spawner = std::function<actor_ref<M>(actor_context& shard, spawn_options&& options)>;
 
 template <class M>
 class sharding_options {
@@ -54,8 +54,8 @@ class sharding_options {
   sharding_options& with_entity(Args... args) {
     static_assert(std::is_same_v<typename E::message_type, M>,
                   "the entity must handle the sharded message type");
-    spawn_entity = [args...](actor_context& shard, spawn_options o) {
-      return shard.spawn<E>(std::move(o), args...);
+    spawn_entity = [args...](actor_context& shard, spawn_options&& o) {
+      return troupe::detail::spawn_actor<E>(shard.cell(), std::move(o), args...);
     };
     return *this;
   }

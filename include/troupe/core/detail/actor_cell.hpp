@@ -47,7 +47,7 @@ class actor_cell : public actor_target {
     dead = 4u,       // terminated: whatever arrives drains to dead letters
   };
 
-  actor_cell(system_impl& system, intrusive_ptr<actor_cell> parent, std::string name,
+  actor_cell(system_impl& system, intrusive_ptr<actor_cell> parent, std::string&& name,
              const mailbox_config& mailbox);
   ~actor_cell() override;
 
@@ -194,8 +194,8 @@ actor_cell* constructing_cell() noexcept;
 template <class A, class Factory>
 class actor_cell_of : public actor_cell {
  public:
-  actor_cell_of(system_impl& system, intrusive_ptr<actor_cell> parent, std::string name,
-                const mailbox_config& mailbox, Factory factory)
+  actor_cell_of(system_impl& system, intrusive_ptr<actor_cell> parent, std::string&& name,
+                const mailbox_config& mailbox, Factory&& factory)
       : actor_cell(system, std::move(parent), std::move(name), mailbox),
         factory_(std::move(factory)) {}
 
@@ -228,8 +228,8 @@ class actor_cell_of : public actor_cell {
 template <class A, class Factory>
 class entity_cell_of final : public actor_cell_of<A, Factory> {
  public:
-  entity_cell_of(system_impl& system, intrusive_ptr<actor_cell> parent, std::string name,
-                 const mailbox_config& mailbox, Factory factory, entity_tag identity)
+  entity_cell_of(system_impl& system, intrusive_ptr<actor_cell> parent, std::string&& name,
+                 const mailbox_config& mailbox, Factory&& factory, entity_tag&& identity)
       : actor_cell_of<A, Factory>(system, std::move(parent), std::move(name), mailbox,
                                   std::move(factory)),
         identity_(std::move(identity)) {}

@@ -79,8 +79,8 @@ class region_actor final : public actor<region_message<M>> {
 
   void receive(region_message<M>& msg) override {
     std::visit(overloaded{
-                   [this](M& m) { route_extracting(std::move(m)); },
-                   [this](routed<M>& r) { route(std::move(r.entity_id), std::move(r.message)); },
+                   [this](M& m) { route_extracting(m); },
+                   [this](routed<M>& r) { route(r.entity_id, r.message); },
                    [this](entity_stopped& s) {
                      policy_.entity_stopped(entity_key_view(s.shard, s.entity_id));
                    },
@@ -93,7 +93,9 @@ class region_actor final : public actor<region_message<M>> {
                msg);
   }
 
-  void route_extracting(M message) {
+  // Messages are routed in place (they live in the envelope until the handler returns) and
+  // moved once, into the delivery.
+  void route_extracting(M& message) {
     std::string id;
     try {
       if (!setup_->extract_entity_id) {
@@ -106,10 +108,10 @@ class region_actor final : public actor<region_message<M>> {
       reject(std::move(message), std::string("the entity-id extractor threw: ") + e.what());
       return;
     }
-    route(std::move(id), std::move(message));
+    route(id, message);
   }
 
-  void route(std::string id, M message) {
+  void route(std::string& id, M& message) {
     if (id.empty()) {
       reject(std::move(message), "empty entity id");
       return;
@@ -158,7 +160,11 @@ class region_actor final : public actor<region_message<M>> {
     ensure_shard(shard, entry);
     ++entry.sent_to_incarnation;
     entry.setup->sent.store(entry.sent_to_incarnation, std::memory_order_relaxed);
-    entry.ref.tell(deliver<M>{std::move(id), std::move(message), sent_at}, sender);
+    // Built in place in its envelope: id and message move once.
+    auto* e = new troupe::detail::envelope<shard_message<M>>(
+        std::in_place_type<deliver<M>>, std::move(id), std::move(message), sent_at);
+    e->sender = sender.target_ptr();
+    entry.ref.target()->enqueue(e);
   }
 
   /// Answers for a shard that has no running actor (it is empty), else asks the shard.
@@ -206,7 +212,7 @@ class region_actor final : public actor<region_message<M>> {
   void ensure_shard(shard_id shard, shard_entry& entry) {
     if (!entry.ref) {
       auto setup = std::make_shared<shard_setup<M>>();
-      setup->type_name = &troupe::detail::intern_type_name(setup_->settings.type_name);
+      setup->home = &troupe::detail::intern_entity_home(setup_->settings.type_name, shard);
       setup->id = shard;
       setup->spawn_entity = setup_->spawn_entity;
       setup->region = this->context().self_ref();

@@ -6,6 +6,7 @@
 #include <troupe/core/actor.hpp>
 #include <troupe/core/dead_letters.hpp>
 #include <troupe/core/supervision.hpp>
+#include <troupe/sharding/detail/id_hash.hpp>
 #include <troupe/sharding/entity_path.hpp>
 #include <troupe/sharding/messages.hpp>
 #include <troupe/sharding/shard_stats.hpp>
@@ -35,7 +36,7 @@ using shard_message = std::variant<deliver<M>, passivate<M>, passivate_entity, g
 /// What a shard needs from its region.
 template <class M>
 struct shard_setup {
-  const std::string* type_name = nullptr;  // interned: every entity's identity points at it
+  const troupe::detail::entity_home* home = nullptr;  // interned: every entity points at it
   shard_id id = 0;
   entity_spawner<M> spawn_entity;
   std::function<void(const untyped_ref& region, entity_stopped)> report_stopped;
@@ -68,9 +69,7 @@ class shard_actor final : public actor<shard_message<M>> {
   // The entities, found by id without storing it: 8 bytes per entity in a flat table.
   struct id_hash {
     using is_transparent = void;
-    std::size_t operator()(std::string_view id) const noexcept {
-      return std::hash<std::string_view>{}(id);
-    }
+    std::size_t operator()(std::string_view id) const noexcept { return hash_id(id); }
     std::size_t operator()(const actor_ref<M>& e) const noexcept {
       return (*this)(entity_id_of(e));
     }
@@ -176,11 +175,10 @@ class shard_actor final : public actor<shard_message<M>> {
                       const char* what) {
     std::optional<actor_ref<M>> ref;
     try {
-      ref = setup_->spawn_entity(
-          this->context(),
-          spawn_options(entity_child_name(id))
-              .with_unique_name()  // one incarnation per id at a time: this index says so
-              .with_entity(troupe::detail::entity_tag{id, setup_->type_name, setup_->id}));
+      spawn_options options(entity_child_name(id));
+      options.with_unique_name();  // one incarnation per id at a time: this index says so
+      options.with_entity(troupe::detail::entity_tag{id, setup_->home});
+      ref = setup_->spawn_entity(this->context(), std::move(options));
     } catch (const std::exception& e) {
       this->context().log().error("cannot start entity '{}': {}", id, e.what());
       reject(std::move(message), sender,
@@ -249,7 +247,7 @@ class shard_actor final : public actor<shard_message<M>> {
   boost::unordered_flat_set<actor_ref<M>, id_hash, id_equal> entities_;
   // Entities on their way out, with what arrived for their next incarnation. Keys view the ids
   // of the stopping cells, which entities_ keeps alive until they are erased together.
-  std::unordered_map<std::string_view, std::vector<pending>> stopping_;
+  std::unordered_map<std::string_view, std::vector<pending>, id_hasher> stopping_;
   std::size_t buffered_ = 0;
   std::uint64_t delivered_ = 0;
   shard_stats stats_;
