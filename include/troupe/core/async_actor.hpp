@@ -6,6 +6,7 @@
 /// inside the actor's turns, never concurrently with them.
 
 #include <troupe/core/actor.hpp>
+#include <troupe/core/concurrency_gate.hpp>
 #include <troupe/core/errc.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -34,6 +35,28 @@ boost::asio::execution_context& execution_context_of(actor_cell& cell);
 actor_cell& require_current_cell();
 /// The clock of a cell's system.
 std::shared_ptr<clock> clock_of_cell(actor_cell& cell);
+
+/// The gate a cell's coroutine handlers pass, if its entity home has one.
+concurrency_gate* gate_of(const actor_cell& cell) noexcept;
+
+/// Runs `work` once it holds a permit of `gate`.
+boost::asio::awaitable<void> run_gated(concurrency_gate& gate, boost::asio::awaitable<void> work);
+
+/// Starts a coroutine handler on `executor` (through the cell's gate, if it has one); the turn
+/// ends when it does.
+template <class Executor>
+void spawn_handler(actor_cell& cell, const Executor& executor,
+                   boost::asio::cancellation_signal& cancel, boost::asio::awaitable<void> work) {
+  auto done = boost::asio::bind_cancellation_slot(
+      cancel.slot(), [c = intrusive_ptr<actor_cell>(&cell)](std::exception_ptr failure) {
+        c->end_async_turn(failure);
+      });
+  if (concurrency_gate* gate = gate_of(cell)) {
+    boost::asio::co_spawn(executor, run_gated(*gate, std::move(work)), std::move(done));
+  } else {
+    boost::asio::co_spawn(executor, std::move(work), std::move(done));
+  }
+}
 
 template <class F>
 struct resume_message final : system_message {
@@ -97,11 +120,8 @@ class async_actor : public basic_actor<M> {
   bool handle(detail::envelope_base& e) final {
     auto& cell = this->context().cell();
     cell.begin_async_turn(cell.current_sender());
-    boost::asio::co_spawn(
-        executor(), receive(std::move(*static_cast<M*>(e.payload()))),
-        boost::asio::bind_cancellation_slot(
-            cancel_.slot(), [c = detail::intrusive_ptr<detail::actor_cell>(&cell)](
-                                std::exception_ptr failure) { c->end_async_turn(failure); }));
+    detail::spawn_handler(cell, executor(), cancel_,
+                          receive(std::move(*static_cast<M*>(e.payload()))));
     return true;
   }
   void cancel_turn() noexcept final { cancel_.emit(boost::asio::cancellation_type::terminal); }
@@ -145,11 +165,7 @@ class async_batch_actor : public basic_actor<M> {
   bool start(std::vector<batch_item<M>> items) {
     auto& cell = this->context().cell();
     cell.begin_async_turn(nullptr);
-    boost::asio::co_spawn(
-        executor(), receive_batch(std::move(items)),
-        boost::asio::bind_cancellation_slot(
-            cancel_.slot(), [c = detail::intrusive_ptr<detail::actor_cell>(&cell)](
-                                std::exception_ptr failure) { c->end_async_turn(failure); }));
+    detail::spawn_handler(cell, executor(), cancel_, receive_batch(std::move(items)));
     return true;
   }
   void cancel_turn() noexcept final { cancel_.emit(boost::asio::cancellation_type::terminal); }

@@ -4,10 +4,13 @@
 /// spawn_options::with_entity to exercise an entity without sharding.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
 namespace troupe {
+
+class concurrency_gate;
 
 struct entity_identity {
   /// The value the type's extractor returned, unchanged (never decoded from a path).
@@ -22,14 +25,17 @@ struct entity_identity {
 
 namespace detail {
 
-/// Where an entity lives: its type and shard. Interned (one copy per type and shard, never
-/// freed; there are few), so an entity's cell keeps one pointer to it.
+/// Where an entity lives: its type and shard, and the gate its coroutine handlers pass (when
+/// its region caps them). Shared by every entity of a shard (its shard owns it and outlives
+/// them), so an entity's cell keeps one pointer to it.
 struct entity_home {
   std::string type_name;
   std::uint32_t shard_id = 0;
+  std::shared_ptr<concurrency_gate> gate;  // null: no cap
 };
 
-/// The one entity_home for this type and shard (thread-safe).
+/// A process-wide entity_home for this type and shard, for entities spawned without sharding
+/// (spawn_options::with_entity); never freed (thread-safe).
 const entity_home& intern_entity_home(std::string_view type_name, std::uint32_t shard_id);
 
 /// The identity as an entity's cell keeps it: its id and a pointer to its interned home, so

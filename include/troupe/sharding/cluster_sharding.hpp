@@ -258,6 +258,9 @@ actor_ref<M> cluster_sharding::start(sharding_options<M> options) {
   setup->extract_entity_id = std::move(options.extract_entity_id);
   setup->extract_entity_message = std::move(options.extract_entity_message);
   setup->extract_shard_id = std::move(options.extract_shard_id);
+  if (options.max_concurrent > 0) {
+    setup->gate = std::make_shared<concurrency_gate>(options.max_concurrent);
+  }
   const std::string type_name = setup->settings.type_name;
   untyped_ref region = register_type(
       type_name, typeid(M),

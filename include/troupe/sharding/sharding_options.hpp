@@ -108,6 +108,15 @@ class sharding_options {
     return *this;
   }
 
+  /// At most this many of the region's entities inside a coroutine handler at once (0: no cap).
+  /// The rest wait their turn for a permit, in order: entity-per-key removes the shard as a
+  /// bottleneck but can flood the store behind it. Size it as target rate x handler latency x
+  /// headroom (docs/hot-keys.md). Plain (non-coroutine) handlers are not capped.
+  sharding_options& with_max_concurrent(std::size_t n) {
+    max_concurrent = n;
+    return *this;
+  }
+
   std::string type_name;
   entity_spawner<M> spawn_entity;
   entity_id_extractor<M> extract_entity_id;
@@ -120,6 +129,7 @@ class sharding_options {
   std::optional<duration> passivation_idle;
   std::optional<duration> shard_passivation_idle;
   std::optional<std::size_t> max_entities;
+  std::size_t max_concurrent = 0;
 };
 
 /// The settings a region runs with, every knob resolved.

@@ -4,6 +4,7 @@
 /// whole node (it sees all traffic) and keeps the figures introspection reports.
 
 #include <troupe/core/actor.hpp>
+#include <troupe/core/concurrency_gate.hpp>
 #include <troupe/sharding/detail/shard_actor.hpp>
 #include <troupe/sharding/entity_path.hpp>
 #include <troupe/sharding/hot_keys.hpp>
@@ -41,6 +42,8 @@ struct region_setup {
   entity_id_extractor<M> extract_entity_id;
   std::function<M(M)> extract_entity_message;
   std::function<shard_id(const std::string&)> extract_shard_id;
+  /// Caps how many entities are inside a coroutine handler at once (null: no cap).
+  std::shared_ptr<concurrency_gate> gate;
 };
 
 template <class M>
@@ -212,7 +215,7 @@ class region_actor final : public actor<region_message<M>> {
   void ensure_shard(shard_id shard, shard_entry& entry) {
     if (!entry.ref) {
       auto setup = std::make_shared<shard_setup<M>>();
-      setup->home = &troupe::detail::intern_entity_home(setup_->settings.type_name, shard);
+      setup->home = troupe::detail::entity_home{setup_->settings.type_name, shard, setup_->gate};
       setup->id = shard;
       setup->spawn_entity = setup_->spawn_entity;
       setup->region = this->context().self_ref();

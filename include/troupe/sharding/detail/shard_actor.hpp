@@ -36,7 +36,7 @@ using shard_message = std::variant<deliver<M>, passivate<M>, passivate_entity, g
 /// What a shard needs from its region.
 template <class M>
 struct shard_setup {
-  const troupe::detail::entity_home* home = nullptr;  // interned: every entity points at it
+  troupe::detail::entity_home home;  // every entity of the shard points at it
   shard_id id = 0;
   entity_spawner<M> spawn_entity;
   std::function<void(const untyped_ref& region, entity_stopped)> report_stopped;
@@ -177,7 +177,7 @@ class shard_actor final : public actor<shard_message<M>> {
     try {
       spawn_options options(entity_child_name(id));
       options.with_unique_name();  // one incarnation per id at a time: this index says so
-      options.with_entity(troupe::detail::entity_tag{id, setup_->home});
+      options.with_entity(troupe::detail::entity_tag{id, &setup_->home});
       ref = setup_->spawn_entity(this->context(), std::move(options));
     } catch (const std::exception& e) {
       this->context().log().error("cannot start entity '{}': {}", id, e.what());

@@ -1,0 +1,16 @@
+#include <troupe/core/async_actor.hpp>
+
+namespace troupe::detail {
+
+concurrency_gate* gate_of(const actor_cell& cell) noexcept {
+  const entity_tag* tag = cell.entity();
+  return tag != nullptr && tag->home != nullptr ? tag->home->gate.get() : nullptr;
+}
+
+boost::asio::awaitable<void> run_gated(concurrency_gate& gate, boost::asio::awaitable<void> work) {
+  co_await gate.acquire();
+  const gate_permit permit(gate);  // given back however the handler ends
+  co_await std::move(work);
+}
+
+}  // namespace troupe::detail
