@@ -102,15 +102,15 @@ void actor_base::pre_restart(const std::exception_ptr& /*reason*/) {
 
 void actor_base::post_restart(const std::exception_ptr& /*reason*/) { pre_start(); }
 
-const detail::entity_tag& actor_base::entity_tag() const {
-  const detail::entity_tag* identity = context_.cell().entity();
-  if (identity == nullptr) {
+const detail::actor_cell& actor_base::entity_cell() const {
+  const detail::actor_cell& cell = context_.cell();
+  if (cell.entity_id() == nullptr) {
     throw error(errc::not_an_entity,
                 context_.path() +
                     " is not a sharded entity: entity() and entity_id() are set only on actors "
                     "spawned by sharding (or with spawn_options::with_entity)");
   }
-  return *identity;
+  return cell;
 }
 
 }  // namespace troupe

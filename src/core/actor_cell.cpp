@@ -87,7 +87,9 @@ actor_cell::actor_cell(system_impl& system, intrusive_ptr<actor_cell> parent, st
                        const mailbox_config& mailbox)
     : system_(system), parent_(std::move(parent)), name_(std::move(name)) {
   if (mailbox.capacity > 0) {
-    bounded_ = new bounded_mailbox(mailbox.capacity, mailbox.overflow);
+    ext_ = std::make_unique<cell_extras>();
+    ext_->bounded = std::make_unique<bounded_mailbox>(mailbox.capacity, mailbox.overflow);
+    bounded_ = true;
   }
 }
 
@@ -101,7 +103,18 @@ actor_cell::~actor_cell() {
     for (auto* e : ext_->stash) delete e;
     for (auto* e : ext_->unstashed) delete e;
   }
-  delete bounded_;
+}
+
+void actor_cell::set_child_entity_home(const entity_home* home) { ext().child_home = home; }
+
+const entity_home* actor_cell::child_entity_home() const noexcept {
+  return ext_ ? ext_->child_home : nullptr;
+}
+
+actor_cell* actor_cell::first_child() const noexcept { return ext_ ? ext_->first_child : nullptr; }
+
+bounded_mailbox* actor_cell::bounded() const noexcept {
+  return bounded_ ? ext_->bounded.get() : nullptr;
 }
 
 cell_extras& actor_cell::ext() {
@@ -142,17 +155,17 @@ void actor_cell::start() {
     }
     // Generated names ('$...') are unique by construction, and so are names the spawner vouches
     // for; only other chosen names need the index. (We hold the parent's children lock, so its
-    // extras are created here, not via ext().)
+    // extras, which hold its children, are created here, not via ext().)
     const bool indexed = name_[0] != '$' && !unindexed_name_;
-    if (name_[0] != '$' && !parent_->ext_) parent_->ext_ = std::make_unique<cell_extras>();
+    if (!parent_->ext_) parent_->ext_ = std::make_unique<cell_extras>();
     if (unindexed_name_) parent_->ext_->has_unindexed_children = true;
     if (indexed && !parent_->ext_->named_children.emplace(name_, this).second) {
       throw error(errc::actor_name_taken,
                   "actor name '" + name_ + "' is taken under " + parent_->path());
     }
-    next_sibling_ = parent_->first_child_;
+    next_sibling_ = parent_->ext_->first_child;
     if (next_sibling_ != nullptr) next_sibling_->prev_sibling_ = this;
-    parent_->first_child_ = this;
+    parent_->ext_->first_child = this;
   }
   add_ref();  // the "alive" reference, released when the actor has terminated
   state_.store(scheduled, std::memory_order_relaxed);
@@ -216,7 +229,7 @@ void actor_cell::enqueue(envelope_base* e) noexcept {
   }
   // The runtime's own signals (timers, receive timeout, poison pill) bypass the bound: a
   // rejected timer message would silently end a periodic timer.
-  if (bounded_ != nullptr && e->kind == envelope_kind::user) {
+  if (bounded() != nullptr && e->kind == envelope_kind::user) {
     (void)enqueue_bounded(e);
     return;
   }
@@ -228,17 +241,17 @@ std::error_code actor_cell::try_enqueue(envelope_base* e) noexcept {
     dead_letter(e, make_error_code(errc::recipient_terminated), "recipient terminated");
     return make_error_code(errc::recipient_terminated);
   }
-  if (bounded_ != nullptr) {
+  if (bounded() != nullptr) {
     const std::error_code ec = enqueue_bounded(e);
-    return bounded_->policy == overflow_policy::drop ? std::error_code() : ec;
+    return bounded()->policy == overflow_policy::drop ? std::error_code() : ec;
   }
   push_user(e);
   return {};
 }
 
 std::error_code actor_cell::enqueue_bounded(envelope_base* e) noexcept {
-  if (bounded_->size.fetch_add(1, std::memory_order_seq_cst) >= bounded_->capacity) {
-    bounded_->size.fetch_sub(1, std::memory_order_seq_cst);
+  if (bounded()->size.fetch_add(1, std::memory_order_seq_cst) >= bounded()->capacity) {
+    bounded()->size.fetch_sub(1, std::memory_order_seq_cst);
     dead_letter(e, make_error_code(errc::mailbox_full), "mailbox full");
     return make_error_code(errc::mailbox_full);
   }
@@ -248,21 +261,21 @@ std::error_code actor_cell::enqueue_bounded(envelope_base* e) noexcept {
 
 void actor_cell::enqueue_or_wait(envelope_base* e,
                                  std::function<void(std::error_code)> done) noexcept {
-  if (bounded_ == nullptr || bounded_->policy != overflow_policy::suspend || is_terminated()) {
+  if (bounded() == nullptr || bounded()->policy != overflow_policy::suspend || is_terminated()) {
     done(try_enqueue(e));
     return;
   }
   {
-    std::unique_lock lock(bounded_->mutex);
-    if (bounded_->size.fetch_add(1, std::memory_order_seq_cst) < bounded_->capacity) {
+    std::unique_lock lock(bounded()->mutex);
+    if (bounded()->size.fetch_add(1, std::memory_order_seq_cst) < bounded()->capacity) {
       lock.unlock();
       push_user(e);
       done({});
       return;
     }
-    bounded_->size.fetch_sub(1, std::memory_order_seq_cst);
-    bounded_->waiters.emplace_back(e, std::move(done));
-    bounded_->waiting.fetch_add(1, std::memory_order_seq_cst);
+    bounded()->size.fetch_sub(1, std::memory_order_seq_cst);
+    bounded()->waiters.emplace_back(e, std::move(done));
+    bounded()->waiting.fetch_add(1, std::memory_order_seq_cst);
   }
   admit_waiters();  // the consumer may have made room between our check and our registration
 }
@@ -271,15 +284,15 @@ void actor_cell::admit_waiters() noexcept {
   for (;;) {
     std::pair<envelope_base*, std::function<void(std::error_code)>> w;
     {
-      std::lock_guard lock(bounded_->mutex);
-      if (bounded_->waiters.empty()) return;
-      if (bounded_->size.fetch_add(1, std::memory_order_seq_cst) >= bounded_->capacity) {
-        bounded_->size.fetch_sub(1, std::memory_order_seq_cst);
+      std::lock_guard lock(bounded()->mutex);
+      if (bounded()->waiters.empty()) return;
+      if (bounded()->size.fetch_add(1, std::memory_order_seq_cst) >= bounded()->capacity) {
+        bounded()->size.fetch_sub(1, std::memory_order_seq_cst);
         return;
       }
-      w = std::move(bounded_->waiters.front());
-      bounded_->waiters.pop_front();
-      bounded_->waiting.fetch_sub(1, std::memory_order_seq_cst);
+      w = std::move(bounded()->waiters.front());
+      bounded()->waiters.pop_front();
+      bounded()->waiting.fetch_sub(1, std::memory_order_seq_cst);
     }
     push_user(w.first);
     w.second({});
@@ -430,9 +443,9 @@ envelope_base* actor_cell::next_user_envelope() noexcept {
     return e;
   }
   auto* e = static_cast<envelope_base*>(mailbox_.pop());
-  if (e != nullptr && bounded_ != nullptr && e->kind == envelope_kind::user) {
-    bounded_->size.fetch_sub(1, std::memory_order_seq_cst);
-    if (bounded_->waiting.load(std::memory_order_seq_cst) > 0) admit_waiters();
+  if (e != nullptr && bounded() != nullptr && e->kind == envelope_kind::user) {
+    bounded()->size.fetch_sub(1, std::memory_order_seq_cst);
+    if (bounded()->waiting.load(std::memory_order_seq_cst) > 0) admit_waiters();
   }
   return e;
 }
@@ -537,7 +550,7 @@ std::size_t actor_cell::run_batch(std::size_t cap) noexcept {
 const intrusive_ptr<actor_target>& actor_cell::current_sender() const noexcept {
   static const intrusive_ptr<actor_target> none;
   if (current_ != nullptr) return current_->sender;
-  if (async_in_flight_) return async_sender_;
+  if (async_in_flight_ && async_message_ != nullptr) return async_message_->sender;
   return none;
 }
 
@@ -552,8 +565,8 @@ void actor_cell::drain_to_dead_letters(const char* reason) noexcept {
     ext_->stash.clear();
   }
   while (auto* e = static_cast<envelope_base*>(mailbox_.pop())) {
-    if (bounded_ != nullptr && e->kind == envelope_kind::user) {
-      bounded_->size.fetch_sub(1, std::memory_order_relaxed);
+    if (bounded() != nullptr && e->kind == envelope_kind::user) {
+      bounded()->size.fetch_sub(1, std::memory_order_relaxed);
     }
     if (e->kind == envelope_kind::poison_pill || e->kind == envelope_kind::timer ||
         e->kind == envelope_kind::idle) {
@@ -562,12 +575,12 @@ void actor_cell::drain_to_dead_letters(const char* reason) noexcept {
     }
     dead_letter(e, code, reason);
   }
-  if (bounded_ != nullptr) {
+  if (bounded() != nullptr) {
     std::deque<std::pair<envelope_base*, std::function<void(std::error_code)>>> waiters;
     {
-      std::lock_guard lock(bounded_->mutex);
-      waiters.swap(bounded_->waiters);
-      bounded_->waiting.store(0);
+      std::lock_guard lock(bounded()->mutex);
+      waiters.swap(bounded()->waiters);
+      bounded()->waiting.store(0);
     }
     for (auto& [e, done] : waiters) {
       dead_letter(e, code, reason);
@@ -578,16 +591,17 @@ void actor_cell::drain_to_dead_letters(const char* reason) noexcept {
 
 // -- coroutine turns ----------------------------------------------------------------------------
 
-void actor_cell::begin_async_turn(intrusive_ptr<actor_target> sender) {
-  async_sender_ = std::move(sender);
+void actor_cell::begin_async_turn() {
+  // The handler's message (kept in async_message_ once handle() returns; the coroutine starts
+  // only after that, its executor never runs work inline) carries the sender.
   async_in_flight_ = true;
   update_suspended();
 }
 
 void actor_cell::end_async_turn(std::exception_ptr failure) {
   async_in_flight_ = false;
-  const intrusive_ptr<actor_target> sender = std::move(async_sender_);
   std::unique_ptr<envelope_base> message(std::exchange(async_message_, nullptr));
+  const intrusive_ptr<actor_target> sender = message ? std::move(message->sender) : nullptr;
   if (failure && phase_ == phase::running) {
     std::string what = "in a coroutine handler";
     if (message && actor_ != nullptr) {

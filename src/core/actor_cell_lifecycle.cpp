@@ -140,7 +140,7 @@ void actor_cell::restart(std::exception_ptr error) {
 
 actor_cell* actor_cell::first_child_locked() const {
   std::lock_guard lock(system_.children_lock(this));
-  return first_child_;
+  return first_child();
 }
 
 // -- stopping -----------------------------------------------------------------------------------
@@ -165,7 +165,7 @@ void actor_cell::handle_stop() {
   {
     std::lock_guard lock(system_.children_lock(this));
     children_closed_ = true;
-    for (actor_cell* c = first_child_; c != nullptr; c = c->next_sibling_) {
+    for (actor_cell* c = first_child(); c != nullptr; c = c->next_sibling_) {
       kids.emplace_back(c);
     }
   }
@@ -232,8 +232,8 @@ void actor_cell::handle_child_terminated(actor_cell& child) {
     std::lock_guard lock(system_.children_lock(this));
     if (child.prev_sibling_ != nullptr) {
       child.prev_sibling_->next_sibling_ = child.next_sibling_;
-    } else if (first_child_ == &child) {
-      first_child_ = child.next_sibling_;
+    } else if (ext_ && ext_->first_child == &child) {
+      ext_->first_child = child.next_sibling_;
     }
     if (child.next_sibling_ != nullptr) child.next_sibling_->prev_sibling_ = child.prev_sibling_;
     child.next_sibling_ = child.prev_sibling_ = nullptr;
@@ -241,7 +241,7 @@ void actor_cell::handle_child_terminated(actor_cell& child) {
       auto it = ext_->named_children.find(child.name_);
       if (it != ext_->named_children.end() && it->second == &child) ext_->named_children.erase(it);
     }
-    none_left = first_child_ == nullptr;
+    none_left = first_child() == nullptr;
   }
   if (phase_ == phase::terminating) {
     try_finish_termination();
@@ -259,14 +259,14 @@ void actor_cell::handle_child_terminated(actor_cell& child) {
 std::vector<intrusive_ptr<actor_cell>> actor_cell::children() const {
   std::vector<intrusive_ptr<actor_cell>> out;
   std::lock_guard lock(system_.children_lock(this));
-  for (actor_cell* c = first_child_; c != nullptr; c = c->next_sibling_) out.emplace_back(c);
+  for (actor_cell* c = first_child(); c != nullptr; c = c->next_sibling_) out.emplace_back(c);
   return out;
 }
 
 intrusive_ptr<actor_cell> actor_cell::child(std::string_view name) const {
   std::lock_guard lock(system_.children_lock(this));
   if (!name.empty() && name[0] == '$') {
-    for (actor_cell* c = first_child_; c != nullptr; c = c->next_sibling_) {
+    for (actor_cell* c = first_child(); c != nullptr; c = c->next_sibling_) {
       if (c->name_ == name) return intrusive_ptr<actor_cell>(c);
     }
     return nullptr;
@@ -275,7 +275,7 @@ intrusive_ptr<actor_cell> actor_cell::child(std::string_view name) const {
   auto it = ext_->named_children.find(name);
   if (it != ext_->named_children.end()) return intrusive_ptr<actor_cell>(it->second);
   if (ext_->has_unindexed_children) {
-    for (actor_cell* c = first_child_; c != nullptr; c = c->next_sibling_) {
+    for (actor_cell* c = first_child(); c != nullptr; c = c->next_sibling_) {
       if (c->unindexed_name_ && c->name_ == name && !c->is_terminated()) {
         return intrusive_ptr<actor_cell>(c);
       }

@@ -3,8 +3,8 @@
 namespace troupe::detail {
 
 concurrency_gate* gate_of(const actor_cell& cell) noexcept {
-  const entity_tag* tag = cell.entity();
-  return tag != nullptr && tag->home != nullptr ? tag->home->gate.get() : nullptr;
+  const entity_home* home = cell.home();
+  return home != nullptr ? home->gate.get() : nullptr;
 }
 
 boost::asio::awaitable<void> run_gated(concurrency_gate& gate, boost::asio::awaitable<void> work) {

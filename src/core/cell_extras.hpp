@@ -12,6 +12,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -29,8 +30,19 @@ struct timer_entry {
   timer_message_factory make;
 };
 
+struct bounded_mailbox {
+  bounded_mailbox(std::size_t cap, overflow_policy p) : capacity(cap), policy(p) {}
+  const std::size_t capacity;
+  const overflow_policy policy;
+  std::atomic<std::size_t> size{0};
+  std::atomic<std::size_t> waiting{0};
+  std::mutex mutex;
+  std::deque<std::pair<envelope_base*, std::function<void(std::error_code)>>> waiters;
+};
+
 struct cell_extras {
-  // children (guarded by the system's children lock of this cell)
+  // children (guarded by the system's children lock of this cell): the head of the sibling list
+  actor_cell* first_child = nullptr;
   // Keyed by a view of the child's own name (stable while it is registered): no second copy.
   std::unordered_map<std::string_view, actor_cell*> named_children;
   // Some children skipped the index (spawn_options::unique_name): child(name) also scans.
@@ -68,16 +80,12 @@ struct cell_extras {
 
   // children whose failure we escalated: they wait for our own supervisor's decision
   std::vector<intrusive_ptr<actor_cell>> escalated;
-};
 
-struct bounded_mailbox {
-  bounded_mailbox(std::size_t cap, overflow_policy p) : capacity(cap), policy(p) {}
-  const std::size_t capacity;
-  const overflow_policy policy;
-  std::atomic<std::size_t> size{0};
-  std::atomic<std::size_t> waiting{0};
-  std::mutex mutex;
-  std::deque<std::pair<envelope_base*, std::function<void(std::error_code)>>> waiters;
+  // sharding: the home of the entities this cell spawns
+  const entity_home* child_home = nullptr;
+
+  // a bounded mailbox (created with the cell, before anyone else can see it)
+  std::unique_ptr<bounded_mailbox> bounded;
 };
 
 }  // namespace troupe::detail

@@ -47,7 +47,7 @@ void idle_and_lru_policy::entity_stopped(entity_key_view key) {
   index_.erase(it);
   entry& e = slots_[i];
   if (!e.passivating) unlink(i);
-  e.id = std::string();  // give a long id's memory back
+  e.id.assign({});  // give a long id's memory back
   e.next = std::exchange(free_, i);
 }
 
@@ -111,7 +111,7 @@ void idle_and_lru_policy::unlink(std::uint32_t i) {
 void idle_and_lru_policy::start_passivating(std::uint32_t i, std::vector<entity_key>& out) {
   unlink(i);
   slots_[i].passivating = true;
-  out.push_back(entity_key{slots_[i].shard, slots_[i].id});
+  out.push_back(entity_key{slots_[i].shard, std::string(slots_[i].id.view())});
 }
 
 std::unique_ptr<passivation_policy> make_passivation_policy(const passivation_settings& settings) {

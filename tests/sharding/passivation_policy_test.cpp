@@ -169,6 +169,23 @@ TEST(LruPassivation, ZeroMeansNoLimit) {
   EXPECT_EQ(policy.active(), 10'000U);
 }
 
+TEST(LruPassivation, KeepsIdsOfEveryLengthExactly) {
+  // Ids up to 15 bytes are kept inline, longer ones apart: both come back unchanged, and
+  // recycled slots forget what they held.
+  const std::string long_id(100, 'x');
+  const std::string fifteen = "exactly-15-byte";
+  const std::string with_nul("a\0b", 3);
+  idle_and_lru_policy policy(passivation_settings{0s, 2});
+  (void)policy.entity_touched(entity_key{1, long_id}, t0);
+  (void)policy.entity_touched(entity_key{1, fifteen}, t0);
+  EXPECT_EQ(policy.entity_touched(entity_key{1, with_nul}, t0), (keys{entity_key{1, long_id}}));
+  policy.entity_stopped(entity_key{1, long_id});
+  EXPECT_EQ(policy.entity_touched(entity_key{2, long_id + "y"}, t0),
+            (keys{entity_key{1, fifteen}}));
+  EXPECT_EQ(policy.entity_touched(entity_key{1, ""}, t0), (keys{entity_key{1, with_nul}}));
+  EXPECT_EQ(policy.active(), 2U);
+}
+
 // -- both ---------------------------------------------------------------------------------------
 
 TEST(IdleAndLruPassivation, EnforcesTheLimitOnTouchAndTheWindowOnTick) {

@@ -49,10 +49,15 @@ actor_ref<typename A::message_type> spawn_actor(actor_cell& parent, spawn_option
     return std::apply([where](const auto&... a) { return new (where) A(a...); }, tuple);
   };
   actor_cell* cell;
-  if (options.entity) {
-    cell = new entity_cell_of<A, decltype(factory)>(parent.system(), intrusive_ptr(&parent),
-                                                    std::move(options.name), options.mailbox,
-                                                    std::move(factory), std::move(*options.entity));
+  if (options.entity && options.entity->home == nullptr) {
+    // Sharding: the parent (a shard) holds the home.
+    cell = new entity_cell_of<A, decltype(factory)>(
+        parent.system(), intrusive_ptr(&parent), std::move(options.name), options.mailbox,
+        std::move(factory), std::move(options.entity->entity_id));
+  } else if (options.entity) {
+    cell = new standalone_entity_cell_of<A, decltype(factory)>(
+        parent.system(), intrusive_ptr(&parent), std::move(options.name), options.mailbox,
+        std::move(factory), std::move(*options.entity));
   } else {
     cell = new actor_cell_of<A, decltype(factory)>(parent.system(), intrusive_ptr(&parent),
                                                    std::move(options.name), options.mailbox,
@@ -153,9 +158,11 @@ class actor_context {
   /// The entity identity when this actor is a sharded entity; empty otherwise (also for an
   /// entity's own children). Set before the constructor runs.
   [[nodiscard]] std::optional<entity_identity> entity() const {
-    const detail::entity_tag* tag = cell().entity();
-    if (tag == nullptr) return std::nullopt;
-    return tag->identity();
+    const detail::actor_cell& c = cell();
+    const std::string* id = c.entity_id();
+    if (id == nullptr) return std::nullopt;
+    const detail::entity_home* home = c.home();
+    return entity_identity{*id, home->type_name, home->shard_id};
   }
 
   [[nodiscard]] detail::actor_cell& cell() const {
@@ -189,14 +196,18 @@ class actor_base {
   [[nodiscard]] const actor_context& context() const noexcept { return context_; }
 
  private:
-  [[nodiscard]] const detail::entity_tag& entity_tag() const;
+  // The cell of an entity (throws errc::not_an_entity for other actors).
+  [[nodiscard]] const detail::actor_cell& entity_cell() const;
 
  protected:
   /// This entity's id, as the type's extractor returned it. Throws errc::not_an_entity for an
   /// actor that is not a sharded entity.
-  [[nodiscard]] const std::string& entity_id() const { return entity_tag().entity_id; }
+  [[nodiscard]] const std::string& entity_id() const { return *entity_cell().entity_id(); }
   /// This entity's id, type name and shard. Throws errc::not_an_entity like entity_id().
-  [[nodiscard]] entity_identity entity() const { return entity_tag().identity(); }
+  [[nodiscard]] entity_identity entity() const {
+    (void)entity_cell();  // throws for an ordinary actor
+    return *context_.entity();
+  }
 
   /// After construction, before the first message.
   virtual void pre_start() {}

@@ -119,7 +119,7 @@ class async_actor : public basic_actor<M> {
  private:
   bool handle(detail::envelope_base& e) final {
     auto& cell = this->context().cell();
-    cell.begin_async_turn(cell.current_sender());
+    cell.begin_async_turn();
     detail::spawn_handler(cell, executor(), cancel_,
                           receive(std::move(*static_cast<M*>(e.payload()))));
     return true;
@@ -164,7 +164,7 @@ class async_batch_actor : public basic_actor<M> {
   }
   bool start(std::vector<batch_item<M>> items) {
     auto& cell = this->context().cell();
-    cell.begin_async_turn(nullptr);
+    cell.begin_async_turn();
     detail::spawn_handler(cell, executor(), cancel_, receive_batch(std::move(items)));
     return true;
   }

@@ -17,6 +17,7 @@
 /// entity_touched() starts tracking the new incarnation afresh.
 
 #include <troupe/core/clock.hpp>
+#include <troupe/sharding/detail/compact_id.hpp>
 #include <troupe/sharding/shard_id.hpp>
 
 #include <boost/unordered/unordered_flat_set.hpp>
@@ -128,11 +129,11 @@ class idle_and_lru_policy final : public passivation_policy {
 
  private:
   // Entries live in one vector (slots_, recycled through a free list) and link by index: no
-  // allocation per entity beyond its id, ~60 bytes each. Active entries form the recency list,
-  // least recently touched at the head; passivating ones are unlinked.
+  // allocation per entity (ids up to 15 bytes sit inline), 40 bytes each. Active entries form the
+  // recency list, least recently touched at the head; passivating ones are unlinked.
   static constexpr std::uint32_t none = UINT32_MAX;
   struct entry {
-    std::string id;
+    detail::compact_id id;
     time_point last_touched;
     std::uint32_t prev = none;
     std::uint32_t next = none;  // also links the free list
@@ -145,7 +146,7 @@ class idle_and_lru_policy final : public passivation_policy {
     const std::vector<entry>* slots;
     std::size_t operator()(std::uint32_t i) const noexcept {
       const entry& e = (*slots)[i];
-      return entity_key_hash{}(entity_key_view(e.shard, e.id));
+      return entity_key_hash{}(entity_key_view(e.shard, e.id.view()));
     }
     std::size_t operator()(entity_key_view key) const noexcept { return entity_key_hash{}(key); }
   };
@@ -155,7 +156,7 @@ class idle_and_lru_policy final : public passivation_policy {
     bool operator()(std::uint32_t a, std::uint32_t b) const noexcept { return a == b; }
     bool operator()(entity_key_view key, std::uint32_t i) const noexcept {
       const entry& e = (*slots)[i];
-      return e.shard == key.shard && e.id == key.id;
+      return e.shard == key.shard && e.id.view() == key.id;
     }
     bool operator()(std::uint32_t i, entity_key_view key) const noexcept { return (*this)(key, i); }
   };

@@ -68,8 +68,13 @@ class actor_cell : public actor_target {
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] actor_cell* parent() const noexcept { return parent_.get(); }
   [[nodiscard]] system_impl& system() const noexcept { return system_; }
-  /// The entity identity it was spawned with; null for ordinary actors.
-  [[nodiscard]] virtual const entity_tag* entity() const noexcept { return nullptr; }
+  /// The entity id it was spawned with; null for ordinary actors.
+  [[nodiscard]] virtual const std::string* entity_id() const noexcept { return nullptr; }
+  /// The entity's home (type, shard, gate); null for ordinary actors.
+  [[nodiscard]] virtual const entity_home* home() const noexcept { return nullptr; }
+  /// Sharding: the home of the entities this actor (a shard) spawns; they find it here instead
+  /// of each keeping a pointer. Set before the first entity spawns.
+  void set_child_entity_home(const entity_home* home);
 
   // -- scheduling (worker thread) --------------------------------------------------------------
   /// Runs one turn: system messages, then up to `throughput` user messages.
@@ -104,7 +109,7 @@ class actor_cell : public actor_target {
   void unstash_all();
   [[nodiscard]] std::size_t stash_size() const;
   /// Coroutine actors: user messages wait until `end_async_turn`.
-  void begin_async_turn(intrusive_ptr<actor_target> sender);
+  void begin_async_turn();
   void end_async_turn(std::exception_ptr failure);
   /// Queues work to run inside this actor's turn (coroutine resumptions); runs after the
   /// current step when called from inside the turn.
@@ -121,8 +126,13 @@ class actor_cell : public actor_target {
   void handle_timer_check(std::uint64_t generation);
   void drain_to_dead_letters(const char* reason) noexcept;
 
-  // intrusive sibling list, guarded by the parent's children lock
-  actor_cell* first_child_ = nullptr;
+  // Declared first so that it fills the 4 bytes after ref_counted's count (a smaller cell).
+ private:
+  std::atomic<std::uint32_t> state_{0};
+
+ public:
+  // intrusive sibling list, guarded by the parent's children lock (the head is in the parent's
+  // extras: most actors have no children)
   actor_cell* next_sibling_ = nullptr;
   actor_cell* prev_sibling_ = nullptr;
 
@@ -155,30 +165,41 @@ class actor_cell : public actor_target {
   void finish_termination() noexcept;
   void try_finish_termination() noexcept;
   [[nodiscard]] actor_cell* first_child_locked() const;
+  // The first child, or null; call with the children lock held.
+  [[nodiscard]] actor_cell* first_child() const noexcept;
+
+ public:
+  // The home set_child_entity_home() gave (entities read it from their own threads: it is set
+  // before any of them exists and never changes).
+  [[nodiscard]] const entity_home* child_entity_home() const noexcept;
+
+ private:
   void dead_letter(envelope_base* e, std::error_code code, std::string reason) noexcept;
   timer_id arm_timer(const std::string& key, const timer_entry& entry);
   bool accept_timer(envelope_base& e);
   void arm_idle_check();
   cell_extras& ext();
+  // A bounded mailbox's state, or null; read from any thread (ext_ of a bounded cell is set
+  // before the cell is shared and never replaced).
+  [[nodiscard]] bounded_mailbox* bounded() const noexcept;
   [[nodiscard]] bool user_messages_allowed() const noexcept;
   void update_suspended() noexcept;
 
-  std::atomic<std::uint32_t> state_{0};
   phase phase_ = phase::starting;
   bool async_in_flight_ = false;
   bool children_closed_ = false;  // no more spawns: we are stopping (guarded by children lock)
   bool unindexed_name_ = false;   // not in the parent's name index (unique by construction)
+  bool bounded_ = false;          // ext_->bounded exists (set before the cell is shared)
   mpsc_queue mailbox_;
   std::atomic<system_message*> system_inbox_{nullptr};
   system_impl& system_;
   intrusive_ptr<actor_cell> parent_;
   std::string name_;
   actor_base* actor_ = nullptr;
-  // A coroutine handler's sender and message, kept until it ends (reply(), failure logs).
-  intrusive_ptr<actor_target> async_sender_;
+  // A coroutine handler's message (and with it its sender), kept until it ends (reply(),
+  // failure logs).
   envelope_base* async_message_ = nullptr;
   envelope_base* current_ = nullptr;
-  bounded_mailbox* bounded_ = nullptr;
   std::unique_ptr<cell_extras> ext_;
 
   friend struct cell_access;
@@ -224,17 +245,41 @@ class actor_cell_of : public actor_cell {
   alignas(A) unsigned char storage_[sizeof(A)];
 };
 
-/// A cell for a sharded entity: the same, plus its identity (ordinary actors pay nothing).
+/// A cell for a sharded entity: the same, plus its id; its home is its shard's (ordinary
+/// actors pay nothing).
 template <class A, class Factory>
 class entity_cell_of final : public actor_cell_of<A, Factory> {
  public:
   entity_cell_of(system_impl& system, intrusive_ptr<actor_cell> parent, std::string&& name,
-                 const mailbox_config& mailbox, Factory&& factory, entity_tag&& identity)
+                 const mailbox_config& mailbox, Factory&& factory, std::string&& entity_id)
+      : actor_cell_of<A, Factory>(system, std::move(parent), std::move(name), mailbox,
+                                  std::move(factory)),
+        entity_id_(std::move(entity_id)) {}
+
+  [[nodiscard]] const std::string* entity_id() const noexcept override { return &entity_id_; }
+  [[nodiscard]] const entity_home* home() const noexcept override {
+    return this->parent()->child_entity_home();
+  }
+
+ private:
+  std::string entity_id_;
+};
+
+/// An entity spawned on its own (spawn_options::with_entity, in tests): it keeps its home.
+template <class A, class Factory>
+class standalone_entity_cell_of final : public actor_cell_of<A, Factory> {
+ public:
+  standalone_entity_cell_of(system_impl& system, intrusive_ptr<actor_cell> parent,
+                            std::string&& name, const mailbox_config& mailbox, Factory&& factory,
+                            entity_tag&& identity)
       : actor_cell_of<A, Factory>(system, std::move(parent), std::move(name), mailbox,
                                   std::move(factory)),
         identity_(std::move(identity)) {}
 
-  [[nodiscard]] const entity_tag* entity() const noexcept override { return &identity_; }
+  [[nodiscard]] const std::string* entity_id() const noexcept override {
+    return &identity_.entity_id;
+  }
+  [[nodiscard]] const entity_home* home() const noexcept override { return identity_.home; }
 
  private:
   entity_tag identity_;
