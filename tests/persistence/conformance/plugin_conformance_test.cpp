@@ -98,6 +98,7 @@ TYPED_TEST(StorePlugin, GroupsConcurrentWritesIntoFewerTransactions) {
   EXPECT_LT(transactions, writes / 2)
       << transactions << " transactions for " << writes << " writes";
   EXPECT_GE(transactions, 1U);
+  this->RecordProperty("transactions", std::to_string(transactions));
 }
 
 }  // namespace
