@@ -28,6 +28,16 @@ BOOST_DESCRIBE_STRUCT(money, (), (cents, currency))
 
 enum class status : std::uint8_t { open, closed };
 
+// Neither has a codec: an unscoped enum could decode to an invalid value, and a struct that is
+// not described has no fields to walk.
+enum unscoped { first, second };
+struct undescribed {
+  int x = 0;
+};
+static_assert(!tp::encodable<unscoped>);
+static_assert(!tp::encodable<undescribed>);
+static_assert(tp::encodable<std::vector<std::map<std::string, std::optional<status>>>>);
+
 struct account {
   std::string owner;
   money balance;

@@ -10,7 +10,8 @@
 ///
 /// Format of the built-in codecs (primitives in wire.hpp), compact and little-endian:
 ///   bool                  one byte, 0 or 1 (anything else is an error)
-///   unsigned integers     varint; signed integers zigzag varint; enums as their underlying type
+///   unsigned integers     varint; signed integers zigzag varint; scoped enums as their
+///                         underlying type
 ///   float, double         fixed32, fixed64 (IEEE-754 bits)
 ///   std::byte             one raw byte
 ///   std::string           varint byte count, then the bytes
@@ -99,9 +100,11 @@ struct codec<T> {
   }
 };
 
+/// Scoped enums only: their underlying type is fixed, so every decoded value is a valid one
+/// (an unscoped enum without a fixed type would make out-of-range values undefined).
 template <class T>
-requires std::is_enum_v<T>
-struct codec<T> {
+requires(std::is_enum_v<T> &&
+         !std::is_convertible_v<T, std::underlying_type_t<T>>) struct codec<T> {
   using underlying = std::underlying_type_t<T>;
   static void encode(byte_writer& w, T v) {
     codec<underlying>::encode(w, static_cast<underlying>(v));
