@@ -11,6 +11,8 @@ namespace troupe::persistence {
 
 /// One backend's journal, snapshot store, durable state store and remember-entities store.
 /// Destroying a plugin fails its pending operations with errc::store_closed or finishes them.
+/// A completion handler without an executor of its own (a plain callback) may run on a store
+/// thread: it must be quick and must not throw.
 class plugin {
  public:
   virtual ~plugin() = default;

@@ -31,7 +31,9 @@ class task {
   virtual bool run(connection& c) noexcept = 0;
   /// Replaces the outcome with `failure` (the transaction holding the task did not commit).
   virtual void fail(std::exception_ptr failure) noexcept = 0;
-  /// Completes the caller with the outcome, on the caller's executor.
+  /// Completes the caller with the outcome, on the caller's executor. noexcept on purpose: a
+  /// handler without an executor runs right here, and if it throws, ending the process beats
+  /// leaving the rest of its group commit uncompleted.
   virtual void complete() noexcept = 0;
 };
 

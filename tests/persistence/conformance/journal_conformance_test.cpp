@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <string>
 #include <thread>
@@ -53,6 +54,14 @@ TYPED_TEST(StoreJournal, ConcurrentWritersNeverInterleaveTheirBatches) {
   constexpr int writers = 4;
   constexpr int attempts = 25;
   std::vector<int> successes(writers, 0);
+  std::atomic<bool> writing{true};
+  // A reader beside the writers only ever sees whole batches.
+  std::thread reader([this, &writing] {
+    while (writing.load()) {
+      auto seen = this->journal().async_read({"shared"}, use_future).get().size();
+      EXPECT_EQ(seen % 3, 0U) << "a read saw part of an atomic append";
+    }
+  });
   std::vector<std::thread> threads;
   for (int w = 0; w < writers; ++w) {
     threads.emplace_back([this, w, &successes] {
@@ -73,6 +82,8 @@ TYPED_TEST(StoreJournal, ConcurrentWritersNeverInterleaveTheirBatches) {
     });
   }
   for (auto& t : threads) t.join();
+  writing = false;
+  reader.join();
 
   auto events = this->journal().async_read({"shared"}, use_future).get();
   int total = 0;

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace troupe::persistence::conformance {
@@ -62,6 +63,32 @@ TYPED_TEST(StoreDurableState, UpsertsWithARevisionCheck) {
   EXPECT_EQ(error_of(st.async_upsert({"p", 0, value_of("fresh"), 1}, use_future)),
             errc::revision_conflict);
   EXPECT_EQ(text_of(st.async_get("p", use_future).get()->value), "v2");
+}
+
+TYPED_TEST(StoreDurableState, ConcurrentReadModifyWriteLosesNoUpdate) {
+  constexpr int writers = 4;
+  constexpr int increments = 20;
+  this->states().async_upsert({"counter", 0, value_of("0"), 0}, use_future).get();
+  std::vector<std::thread> threads;
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([this] {
+      for (int done = 0; done < increments;) {
+        auto current = this->states().async_get("counter", use_future).get();
+        auto next = std::to_string(std::stoi(text_of(current->value)) + 1);
+        auto outcome = error_of(this->states().async_upsert(
+            {"counter", current->revision, value_of(next), 0}, use_future));
+        if (outcome == errc{}) {
+          ++done;
+        } else {
+          EXPECT_EQ(outcome, errc::revision_conflict);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto final_state = this->states().async_get("counter", use_future).get();
+  EXPECT_EQ(text_of(final_state->value), std::to_string(writers * increments));
+  EXPECT_EQ(final_state->revision, revision_nr{writers * increments + 1});
 }
 
 TYPED_TEST(StoreDurableState, DeletesWithARevisionCheckAndStartsAgainAtRevisionZero) {
