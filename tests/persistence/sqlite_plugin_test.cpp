@@ -124,6 +124,44 @@ TEST(SqlitePlugin, ARefusedWriteInAGroupCommitLeavesTheOthersCommitted) {
   EXPECT_EQ(journal.async_read({"q"}, use_future).get().size(), 1U);
 }
 
+TEST(SqlitePlugin, AWriteFailingMidwayIsRolledBackAloneInItsGroup) {
+  temp_dir dir;
+  auto store = tp::open_sqlite_plugin({.file = dir.file()});
+  auto& journal = store->journal();
+  journal.async_append({"setup", 1, {text("s")}, 0}, use_future).get();
+  // Events of "edge" were deleted up to 2^63 - 2: its next append's second event would be
+  // numbered 2^63, which SQLite cannot store, so that append fails after writing its first row.
+  (void)query(dir.file(),
+              "INSERT INTO journal_floors(pid, highest) VALUES ('edge', 9223372036854775806)");
+  auto before = journal.async_append({"a", 1, {text("a")}, 0}, use_future);
+  auto failing =
+      journal.async_append({"edge", 9223372036854775807ULL, {text("x"), text("y")}, 0}, use_future);
+  auto after = journal.async_append({"b", 1, {text("b")}, 0}, use_future);
+  EXPECT_EQ(before.get(), 1U);
+  EXPECT_THROW(failing.get(), tp::persistence_error);
+  EXPECT_EQ(after.get(), 1U);
+  EXPECT_TRUE(journal.async_read({"edge"}, use_future).get().empty());
+  EXPECT_EQ(journal.async_read({"a"}, use_future).get().size(), 1U);
+  EXPECT_EQ(journal.async_read({"b"}, use_future).get().size(), 1U);
+}
+
+TEST(SqlitePlugin, ReportsACorruptFenceAsAnErrorOfThatWriteOnly) {
+  temp_dir dir;
+  auto store = tp::open_sqlite_plugin({.file = dir.file()});
+  auto& journal = store->journal();
+  journal.async_append({"setup", 1, {text("s")}, 0}, use_future).get();
+  (void)query(dir.file(), "INSERT INTO fences(scope, key, epoch) VALUES ('p', 'bad', 'high')");
+  auto bad = journal.async_append({"bad", 1, {text("x")}, 0}, use_future);
+  auto good = journal.async_append({"good", 1, {text("y")}, 0}, use_future);
+  try {
+    bad.get();
+    ADD_FAILURE() << "appended despite a corrupt fence";
+  } catch (const tp::persistence_error& e) {
+    EXPECT_EQ(e.value(), tp::errc::corrupt_record) << e.what();
+  }
+  EXPECT_EQ(good.get(), 1U);
+}
+
 /// Appends one event per message and replies with the sequence number written, or 0 on error.
 class writer final : public troupe::async_actor<std::string> {
  public:

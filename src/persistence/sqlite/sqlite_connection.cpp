@@ -80,6 +80,11 @@ std::uint64_t statement::unsigned_integer(int column, const char* what, std::uin
   return static_cast<std::uint64_t>(v);
 }
 
+std::uint64_t statement::unsigned_or_zero(int column, const char* what, std::uint64_t max) const {
+  if (sqlite3_column_type(stmt_, column) == SQLITE_NULL) return 0;
+  return unsigned_integer(column, what, 0, max);
+}
+
 std::string statement::text(int column, const char* what) const {
   if (sqlite3_column_type(stmt_, column) != SQLITE_TEXT) corrupt(what, "is not text");
   const auto* p = sqlite3_column_text(stmt_, column);

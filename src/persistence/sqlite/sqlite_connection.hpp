@@ -45,6 +45,9 @@ class statement {
   /// An integer that must be in [min, max].
   [[nodiscard]] std::uint64_t unsigned_integer(int column, const char* what, std::uint64_t min,
                                                std::uint64_t max) const;
+  /// Like unsigned_integer, but NULL (no row in a subquery) reads as 0.
+  [[nodiscard]] std::uint64_t unsigned_or_zero(int column, const char* what,
+                                               std::uint64_t max) const;
   [[nodiscard]] std::string text(int column, const char* what) const;
   [[nodiscard]] bytes blob(int column, const char* what) const;
 

@@ -20,6 +20,9 @@ inline constexpr int schema_version = 1;
 void create_schema(connection& c);
 
 // -- writes ------------------------------------------------------------------
+// Contract the group commit relies on: a write refuses (errc::sequence_conflict, epoch_fenced,
+// revision_conflict) only before it changes anything. Any other failure may come after a change,
+// and makes the worker redo the group with one savepoint per write.
 sequence_nr append(connection& c, const append_request& r);
 void delete_to(connection& c, const delete_events_request& r);
 void save_snapshot(connection& c, const snapshot_write& w);

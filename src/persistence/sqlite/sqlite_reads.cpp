@@ -50,9 +50,14 @@ std::vector<event_record> read_events(connection& c, const read_request& r) {
 }
 
 sequence_nr highest_sequence_nr(connection& c, const std::string& persistence_id) {
-  auto s = c.prepare("SELECT highest FROM journal_ids WHERE pid = ?1");
+  // The last event's number, or, when events were deleted, the highest recorded at the delete.
+  auto s = c.prepare(
+      "SELECT (SELECT max(seq) FROM journal WHERE pid = ?1),"
+      "       (SELECT highest FROM journal_floors WHERE pid = ?1)");
   s.bind(1, persistence_id);
-  return s.step() ? s.unsigned_integer(0, "highest sequence number", 0, max_int) : 0;
+  s.step();
+  return std::max(s.unsigned_or_zero(0, "event sequence number", max_int),
+                  s.unsigned_or_zero(1, "deleted highest sequence number", max_int));
 }
 
 std::optional<snapshot_record> load_snapshot(connection& c, const snapshot_query& q) {

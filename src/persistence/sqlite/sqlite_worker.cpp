@@ -56,35 +56,47 @@ void worker::loop() {
 }
 
 void worker::run_group(std::deque<std::unique_ptr<task>>& batch) {
+  // Savepoints cost two statements per write: take them only when a write failed mid-way.
+  if (!try_group(batch, false)) try_group(batch, true);
+}
+
+bool worker::try_group(std::deque<std::unique_ptr<task>>& batch, bool savepoints) {
   auto& c = *connection_;
   try {
-    c.exec("BEGIN IMMEDIATE");
+    c.prepare("BEGIN IMMEDIATE").run();
     for (auto& t : batch) {
-      c.exec("SAVEPOINT write");
-      if (t->run(c)) {
-        c.exec("RELEASE write");
-      } else if (c.autocommit()) {
+      if (savepoints) c.prepare("SAVEPOINT write").run();
+      bool ok = t->run(c);
+      if (!ok && c.autocommit()) {
         // SQLite rolled the whole transaction back (I/O error, disk full): the writes before
         // this one are gone too.
         throw persistence_error(errc::store_failure,
                                 "SQLite rolled back a group commit after a failed write");
-      } else {
-        c.exec("ROLLBACK TO write");
-        c.exec("RELEASE write");
+      }
+      if (savepoints) {
+        if (!ok) c.prepare("ROLLBACK TO write").run();
+        c.prepare("RELEASE write").run();
+      } else if (!ok && !t->refused_cleanly()) {
+        rollback();
+        return false;
       }
     }
-    c.exec("COMMIT");
+    c.prepare("COMMIT").run();
     transactions_.fetch_add(1, std::memory_order_relaxed);
   } catch (...) {
     auto failure = std::current_exception();
-    if (!c.autocommit()) {
-      try {
-        c.exec("ROLLBACK");
-      } catch (...) {
-        // The transaction is unusable either way; the callers get the first failure.
-      }
-    }
+    rollback();
     for (auto& t : batch) t->fail(failure);
+  }
+  return true;
+}
+
+void worker::rollback() noexcept {
+  if (connection_->autocommit()) return;
+  try {
+    connection_->exec("ROLLBACK");
+  } catch (...) {
+    // The transaction is unusable either way; the callers get the first failure.
   }
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // A thread that owns one SQLite connection and runs queued tasks on it. The writer worker groups
-// what is queued into one transaction (group commit): each task runs in its own savepoint, the
-// transaction commits once, and only then are the callers completed. The reader worker runs
-// tasks one by one.
+// what is queued into one transaction (group commit): the transaction commits once, and only then
+// are the callers completed. A write refused by a check (conflict, fence) changed nothing, so the
+// others go on; any other failure makes the worker redo the group with one savepoint per write,
+// so that failure is rolled back alone. The reader worker runs tasks one by one.
 
 #include <troupe/persistence/detail/completion.hpp>
 #include <troupe/persistence/errc.hpp>
@@ -27,8 +28,12 @@ namespace troupe::persistence::sqlite {
 class task {
  public:
   virtual ~task() = default;
-  /// Runs the operation; false when it failed (the failure is kept for complete()).
+  /// Runs the operation (again, if the group is redone); false when it failed (the failure is
+  /// kept for complete()).
   virtual bool run(connection& c) noexcept = 0;
+  /// After a failed run: true when the write refused before changing anything (a conflict or an
+  /// epoch fence), so the transaction needs no rollback for it.
+  [[nodiscard]] virtual bool refused_cleanly() const noexcept = 0;
   /// Replaces the outcome with `failure` (the transaction holding the task did not commit).
   virtual void fail(std::exception_ptr failure) noexcept = 0;
   /// Completes the caller with the outcome, on the caller's executor. noexcept on purpose: a
@@ -44,6 +49,7 @@ class typed_task final : public task {
   typed_task(Handler h, Fn fn) : done_(std::move(h)), fn_(std::move(fn)) {}
 
   bool run(connection& c) noexcept override {
+    failure_ = nullptr;
     try {
       if constexpr (std::is_void_v<T>) {
         fn_(c);
@@ -53,6 +59,17 @@ class typed_task final : public task {
       return true;
     } catch (...) {
       failure_ = std::current_exception();
+      return false;
+    }
+  }
+
+  [[nodiscard]] bool refused_cleanly() const noexcept override {
+    try {
+      std::rethrow_exception(failure_);
+    } catch (const persistence_error& e) {
+      return e.value() == errc::sequence_conflict || e.value() == errc::epoch_fenced ||
+             e.value() == errc::revision_conflict;
+    } catch (...) {
       return false;
     }
   }
@@ -112,6 +129,8 @@ class worker {
  private:
   void loop();
   void run_group(std::deque<std::unique_ptr<task>>& batch);
+  bool try_group(std::deque<std::unique_ptr<task>>& batch, bool savepoints);
+  void rollback() noexcept;
   void run_each(std::deque<std::unique_ptr<task>>& batch);
 
   std::unique_ptr<connection> connection_;

@@ -4,6 +4,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -20,15 +21,18 @@ ownership_epoch stored_fence(connection& c, const char* scope, const std::string
   return s.step() ? s.unsigned_integer(0, "fence epoch", 0, max_epoch) : 0;
 }
 
+[[noreturn]] void refuse_epoch(const std::string& name, ownership_epoch epoch,
+                               ownership_epoch fence) {
+  throw persistence_error(errc::epoch_fenced, "write to " + name + " with epoch " +
+                                                  std::to_string(epoch) + " refused: epoch " +
+                                                  std::to_string(fence) + " has written");
+}
+
 /// Refuses a write below the fence; returns the stored fence for raise_fence.
 ownership_epoch check_fence(connection& c, const char* scope, const std::string& key,
                             const std::string& name, ownership_epoch epoch) {
   auto fence = stored_fence(c, scope, key);
-  if (epoch < fence) {
-    throw persistence_error(errc::epoch_fenced, "write to " + name + " with epoch " +
-                                                    std::to_string(epoch) + " refused: epoch " +
-                                                    std::to_string(fence) + " has written");
-  }
+  if (epoch < fence) refuse_epoch(name, epoch, fence);
   return fence;
 }
 
@@ -82,7 +86,9 @@ void create_schema(connection& c) {
       "CREATE TABLE IF NOT EXISTS fences("
       "  scope TEXT NOT NULL, key TEXT NOT NULL, epoch INTEGER NOT NULL,"
       "  PRIMARY KEY(scope, key)) WITHOUT ROWID;"
-      "CREATE TABLE IF NOT EXISTS journal_ids("
+      // The highest sequence number when events were last deleted: it outlives the events,
+      // so numbers are never reused. Otherwise the highest is max(seq) of the journal.
+      "CREATE TABLE IF NOT EXISTS journal_floors("
       "  pid TEXT PRIMARY KEY NOT NULL, highest INTEGER NOT NULL) WITHOUT ROWID;"
       "CREATE TABLE IF NOT EXISTS journal("
       "  pid TEXT NOT NULL, seq INTEGER NOT NULL, type_name TEXT, version INTEGER,"
@@ -101,8 +107,17 @@ void create_schema(connection& c) {
 }
 
 sequence_nr append(connection& c, const append_request& r) {
-  auto fence = check_fence(c, "p", r.persistence_id, r.persistence_id, r.epoch);
-  sequence_nr highest = highest_sequence_nr(c, r.persistence_id);
+  // The hot path of every persistent entity: one lookup for fence and highest, then the rows.
+  auto s = c.prepare(
+      "SELECT (SELECT epoch FROM fences WHERE scope = 'p' AND key = ?1),"
+      "       (SELECT max(seq) FROM journal WHERE pid = ?1),"
+      "       (SELECT highest FROM journal_floors WHERE pid = ?1)");
+  s.bind(1, r.persistence_id);
+  s.step();
+  auto fence = s.unsigned_or_zero(0, "fence epoch", max_epoch);
+  auto highest = std::max(s.unsigned_or_zero(1, "event sequence number", max_epoch),
+                          s.unsigned_or_zero(2, "deleted highest sequence number", max_epoch));
+  if (r.epoch < fence) refuse_epoch(r.persistence_id, r.epoch, fence);
   if (r.expected_next != highest + 1) {
     throw persistence_error(errc::sequence_conflict, "append to " + r.persistence_id +
                                                          " expected next " +
@@ -123,18 +138,20 @@ sequence_nr append(connection& c, const append_request& r) {
         .run();
     ++seq;
   }
-  c.prepare(
-       "INSERT INTO journal_ids(pid, highest) VALUES (?1, ?2) "
-       "ON CONFLICT(pid) DO UPDATE SET highest = excluded.highest")
-      .bind(1, r.persistence_id)
-      .bind_unsigned(2, seq - 1)
-      .run();
   raise_fence(c, "p", r.persistence_id, fence, r.epoch);
   return seq - 1;
 }
 
 void delete_to(connection& c, const delete_events_request& r) {
   auto fence = check_fence(c, "p", r.persistence_id, r.persistence_id, r.epoch);
+  auto highest = highest_sequence_nr(c, r.persistence_id);
+  if (highest == 0) return;
+  c.prepare(
+       "INSERT INTO journal_floors(pid, highest) VALUES (?1, ?2) "
+       "ON CONFLICT(pid) DO UPDATE SET highest = excluded.highest")
+      .bind(1, r.persistence_id)
+      .bind_unsigned(2, highest)
+      .run();
   c.prepare("DELETE FROM journal WHERE pid = ?1 AND seq <= ?2")
       .bind(1, r.persistence_id)
       .bind(2, static_cast<std::int64_t>(std::min<std::uint64_t>(r.to, max_epoch)))
