@@ -14,6 +14,9 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev libjemalloc-dev libmimalloc-dev
   # format, lint, sanitizer runtimes for clang
   clang-format-14 clang-tidy-14 libclang-rt-14-dev
+  # persistence: the SQLite plugin; clang for the codec's libFuzzer target (fuzzer runtime is in
+  # libclang-rt-14-dev above)
+  libsqlite3-dev clang-14
 )
 
 # These two remove Boost 1.81 (libleatherman-dev conflicts with it) and pull in Boost 1.74:

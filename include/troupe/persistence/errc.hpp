@@ -1,0 +1,57 @@
+#pragma once
+/// Error codes of the persistence layer (codecs and stores), one enum with a sentence per code,
+/// and the exception that carries one of them with the context (persistence id, byte offset...).
+
+#include <string>
+#include <system_error>
+
+namespace troupe::persistence {
+
+/// Why a codec or a store operation failed.
+enum class errc {
+  /// Bytes could not be decoded: truncated, an out-of-range value, a bad tag or trailing bytes.
+  decode_error = 1,
+  /// No codec is registered for a manifest (type name and version), or for a type to encode.
+  unknown_manifest,
+  /// An append's expected sequence number is not the journal's next one for that id: another
+  /// writer appended first.
+  sequence_conflict,
+  /// A durable state write's expected revision is not the stored revision.
+  revision_conflict,
+  /// The write's epoch is lower than the highest epoch the store has seen for that id: the
+  /// writer is a stale owner.
+  epoch_fenced,
+  /// A stored row violates the store's format (wrong column type, empty manifest, bad number).
+  corrupt_record,
+  /// A request is malformed: empty persistence id, no events, sequence number 0.
+  invalid_request,
+  /// The backend failed (I/O error, disk full, SQLite error).
+  store_failure,
+  /// The store was closed before the operation ran.
+  store_closed,
+};
+
+/// The `std::error_category` of troupe::persistence::errc.
+const std::error_category& error_category() noexcept;
+
+inline std::error_code make_error_code(errc e) noexcept {
+  return {static_cast<int>(e), error_category()};
+}
+
+/// The exception the persistence layer throws (and hands to completion handlers): an error code
+/// plus a message with the context.
+class persistence_error : public std::system_error {
+ public:
+  persistence_error(errc code, std::string what)
+      : std::system_error(make_error_code(code)), what_(std::move(what)) {}
+  [[nodiscard]] errc value() const noexcept { return static_cast<errc>(code().value()); }
+  [[nodiscard]] const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  std::string what_;
+};
+
+}  // namespace troupe::persistence
+
+template <>
+struct std::is_error_code_enum<troupe::persistence::errc> : std::true_type {};

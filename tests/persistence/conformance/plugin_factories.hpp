@@ -1,0 +1,86 @@
+#pragma once
+// The plugins the conformance suite runs against. A factory opens its plugin over storage that
+// outlives it (so a test can reopen and find its data) and can damage a stored event. To add a
+// plugin: write its factory here and add it to `all_plugins`.
+
+#include <troupe/persistence/memory_plugin.hpp>
+#include <troupe/persistence/plugin.hpp>
+#include <troupe/persistence/sqlite_plugin.hpp>
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace troupe::persistence::conformance {
+
+/// Fresh storage in one process's memory.
+struct memory_factory {
+  /// The plugin groups concurrent writes into fewer transactions.
+  static constexpr bool groups_commits = false;
+
+  std::unique_ptr<plugin> open() { return make_memory_plugin(storage); }
+  bool corrupt_event(const std::string& persistence_id, sequence_nr sequence) {
+    return corrupt_stored_event(*storage, persistence_id, sequence);
+  }
+
+  std::shared_ptr<memory_storage> storage = make_memory_storage();
+};
+
+/// A fresh database file in a temporary directory, removed afterwards.
+struct sqlite_factory {
+  static constexpr bool groups_commits = true;
+
+  sqlite_factory() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "troupe-sqlite-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    dir = pattern;
+  }
+  ~sqlite_factory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+  sqlite_factory(const sqlite_factory&) = delete;
+  sqlite_factory& operator=(const sqlite_factory&) = delete;
+
+  std::unique_ptr<plugin> open() { return open_sqlite_plugin({.file = dir / "store.db"}); }
+
+  /// Stores text where the manifest version (an integer) belongs, through a connection of its own.
+  bool corrupt_event(const std::string& persistence_id, sequence_nr sequence) {
+    sqlite3* db = nullptr;
+    bool changed = false;
+    if (sqlite3_open((dir / "store.db").c_str(), &db) == SQLITE_OK) {
+      sqlite3_busy_timeout(db, 5000);
+      sqlite3_stmt* stmt = nullptr;
+      sqlite3_prepare_v2(db, "UPDATE journal SET version = 'two' WHERE pid = ?1 AND seq = ?2", -1,
+                         &stmt, nullptr);
+      sqlite3_bind_text(stmt, 1, persistence_id.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_int64(stmt, 2, static_cast<sqlite3_int64>(sequence));
+      changed = sqlite3_step(stmt) == SQLITE_DONE && sqlite3_changes(db) == 1;
+      sqlite3_finalize(stmt);
+    }
+    sqlite3_close(db);
+    return changed;
+  }
+
+  std::filesystem::path dir;
+};
+
+using all_plugins = ::testing::Types<memory_factory, sqlite_factory>;
+
+/// Names the typed tests after the plugin: StoreJournal/memory.AppendsAndReads...
+struct plugin_names {
+  template <class T>
+  static std::string GetName(int /*index*/) {
+    if constexpr (std::is_same_v<T, memory_factory>) return "memory";
+    if constexpr (std::is_same_v<T, sqlite_factory>) return "sqlite";
+    return "plugin";
+  }
+};
+
+}  // namespace troupe::persistence::conformance

@@ -1,0 +1,197 @@
+// ctest-labels: concurrency
+// What only the SQLite plugin promises beyond the conformance suite: WAL mode, refusing files it
+// cannot use, finishing queued writes when closed, a refused write inside a group commit leaving
+// the others committed, and completions reaching a coroutine actor on its own executor.
+#include <troupe/core/actor_system.hpp>
+#include <troupe/core/async_actor.hpp>
+#include <troupe/persistence/errc.hpp>
+#include <troupe/persistence/serialization/codec.hpp>
+#include <troupe/persistence/sqlite_plugin.hpp>
+#include <troupe/testkit/test_probe.hpp>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace tp = troupe::persistence;
+using boost::asio::use_future;
+
+/// A temporary directory, removed with everything in it.
+class temp_dir {
+ public:
+  temp_dir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "troupe-sqlite-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~temp_dir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  [[nodiscard]] std::filesystem::path file() const { return path_ / "store.db"; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+tp::serialized text(const std::string& s) { return {{"test.text", 1}, tp::encode(s)}; }
+
+/// Runs one SQL statement returning one text or integer column, through its own connection.
+std::string query(const std::filesystem::path& file, const char* sql) {
+  sqlite3* db = nullptr;
+  std::string out;
+  if (sqlite3_open(file.c_str(), &db) == SQLITE_OK) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW) {
+      out = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    }
+    sqlite3_finalize(stmt);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
+tp::errc open_error(const tp::sqlite_options& options) {
+  try {
+    auto p = tp::open_sqlite_plugin(options);
+  } catch (const tp::persistence_error& e) {
+    return e.value();
+  }
+  return tp::errc{};
+}
+
+TEST(SqlitePlugin, CreatesTheDatabaseInWalMode) {
+  temp_dir dir;
+  auto store = tp::open_sqlite_plugin({.file = dir.file()});
+  EXPECT_EQ(query(dir.file(), "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(query(dir.file(), "PRAGMA user_version"), "1");
+}
+
+TEST(SqlitePlugin, RefusesAFileItCannotOpenOrADatabaseWithANewerSchema) {
+  temp_dir dir;
+  EXPECT_EQ(open_error({.file = dir.file().parent_path() / "missing" / "store.db"}),
+            tp::errc::store_failure);
+  EXPECT_EQ(open_error({}), tp::errc::invalid_request);
+  (void)query(dir.file(), "PRAGMA user_version = 99");
+  EXPECT_EQ(open_error({.file = dir.file()}), tp::errc::store_failure);
+}
+
+TEST(SqlitePlugin, FinishesQueuedWritesWhenClosed) {
+  temp_dir dir;
+  std::vector<std::future<tp::sequence_nr>> pending;
+  {
+    auto store =
+        tp::open_sqlite_plugin({.file = dir.file(), .durability = tp::sqlite_durability::normal});
+    for (int i = 0; i < 100; ++i) {
+      pending.push_back(
+          store->journal().async_append({"p-" + std::to_string(i), 1, {text("e")}, 0}, use_future));
+    }
+  }
+  for (auto& f : pending) EXPECT_EQ(f.get(), 1U);
+  auto store = tp::open_sqlite_plugin({.file = dir.file()});
+  EXPECT_EQ(store->journal().async_highest_sequence_nr("p-99", use_future).get(), 1U);
+}
+
+TEST(SqlitePlugin, ARefusedWriteInAGroupCommitLeavesTheOthersCommitted) {
+  temp_dir dir;
+  auto store = tp::open_sqlite_plugin({.file = dir.file()});
+  auto& journal = store->journal();
+  // Queued together, so they usually share a transaction; the outcome must not depend on it.
+  auto first = journal.async_append({"p", 1, {text("a"), text("b")}, 0}, use_future);
+  auto conflicting = journal.async_append({"p", 1, {text("x")}, 0}, use_future);
+  auto other = journal.async_append({"q", 1, {text("c")}, 0}, use_future);
+  EXPECT_EQ(first.get(), 2U);
+  EXPECT_THROW(conflicting.get(), tp::persistence_error);
+  EXPECT_EQ(other.get(), 1U);
+  EXPECT_EQ(journal.async_read({"p"}, use_future).get().size(), 2U);
+  EXPECT_EQ(journal.async_read({"q"}, use_future).get().size(), 1U);
+}
+
+TEST(SqlitePlugin, AWriteFailingMidwayIsRolledBackAloneInItsGroup) {
+  temp_dir dir;
+  auto store = tp::open_sqlite_plugin({.file = dir.file()});
+  auto& journal = store->journal();
+  journal.async_append({"setup", 1, {text("s")}, 0}, use_future).get();
+  // Events of "edge" were deleted up to 2^63 - 2: its next append's second event would be
+  // numbered 2^63, which SQLite cannot store, so that append fails after writing its first row.
+  (void)query(dir.file(),
+              "INSERT INTO journal_floors(pid, highest) VALUES ('edge', 9223372036854775806)");
+  auto before = journal.async_append({"a", 1, {text("a")}, 0}, use_future);
+  auto failing =
+      journal.async_append({"edge", 9223372036854775807ULL, {text("x"), text("y")}, 0}, use_future);
+  auto after = journal.async_append({"b", 1, {text("b")}, 0}, use_future);
+  EXPECT_EQ(before.get(), 1U);
+  EXPECT_THROW(failing.get(), tp::persistence_error);
+  EXPECT_EQ(after.get(), 1U);
+  EXPECT_TRUE(journal.async_read({"edge"}, use_future).get().empty());
+  EXPECT_EQ(journal.async_read({"a"}, use_future).get().size(), 1U);
+  EXPECT_EQ(journal.async_read({"b"}, use_future).get().size(), 1U);
+}
+
+TEST(SqlitePlugin, ReportsACorruptFenceAsAnErrorOfThatWriteOnly) {
+  temp_dir dir;
+  auto store = tp::open_sqlite_plugin({.file = dir.file()});
+  auto& journal = store->journal();
+  journal.async_append({"setup", 1, {text("s")}, 0}, use_future).get();
+  (void)query(dir.file(), "INSERT INTO fences(scope, key, epoch) VALUES ('p', 'bad', 'high')");
+  auto bad = journal.async_append({"bad", 1, {text("x")}, 0}, use_future);
+  auto good = journal.async_append({"good", 1, {text("y")}, 0}, use_future);
+  try {
+    bad.get();
+    ADD_FAILURE() << "appended despite a corrupt fence";
+  } catch (const tp::persistence_error& e) {
+    EXPECT_EQ(e.value(), tp::errc::corrupt_record) << e.what();
+  }
+  EXPECT_EQ(good.get(), 1U);
+}
+
+/// Appends one event per message and replies with the sequence number written, or 0 on error.
+class writer final : public troupe::async_actor<std::string> {
+ public:
+  explicit writer(tp::journal* journal) : journal_(journal) {}
+
+ private:
+  boost::asio::awaitable<void> receive(std::string event) override {
+    tp::append_request r{std::string("actor"), next_, {text(event)}, 0};
+    try {
+      next_ = co_await journal_->async_append(std::move(r), boost::asio::use_awaitable) + 1;
+      context().reply(next_ - 1);
+    } catch (const tp::persistence_error&) {
+      context().reply(tp::sequence_nr{0});
+    }
+  }
+
+  tp::journal* journal_;
+  tp::sequence_nr next_ = 1;
+};
+
+TEST(SqlitePlugin, CompletesInsideACoroutineActorsTurn) {
+  temp_dir dir;
+  auto store = tp::open_sqlite_plugin({.file = dir.file()});
+  troupe::actor_system system(troupe::system_config{}.with_name("sqlite").with_workers(2));
+  troupe::testkit::test_probe<tp::sequence_nr> probe(system);
+  auto ref = system.spawn<writer>("writer", &store->journal());
+  for (int i = 0; i < 3; ++i) ref.tell("event", probe.untyped());
+  EXPECT_EQ(probe.expect_message(), 1U);
+  EXPECT_EQ(probe.expect_message(), 2U);
+  EXPECT_EQ(probe.expect_message(), 3U);
+}
+
+}  // namespace
