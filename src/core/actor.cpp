@@ -27,6 +27,12 @@ std::string type_name(const std::type_info& type) {
   return status == 0 && demangled ? std::string(demangled.get()) : std::string(type.name());
 }
 
+spawned_as spawned_as_of(const spawn_options& options) noexcept {
+  if (!options.entity) return spawned_as::actor;
+  return options.entity->home == nullptr ? spawned_as::sharded_entity
+                                         : spawned_as::standalone_entity;
+}
+
 boost::asio::execution_context& execution_context_of(actor_cell& cell) {
   return cell.system().io();
 }

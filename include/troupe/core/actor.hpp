@@ -40,6 +40,12 @@ namespace detail {
 /// The library's logger ("troupe").
 spdlog::logger& runtime_logger();
 
+/// What spawn_options ask for: an ordinary actor, an entity whose shard holds its home, or an
+/// entity that keeps its own (out of line: GCC's uninitialized-use analysis trips over the
+/// optional when this is inlined).
+enum class spawned_as { actor, sharded_entity, standalone_entity };
+spawned_as spawned_as_of(const spawn_options& options) noexcept;
+
 template <class A, class... Args>
 actor_ref<typename A::message_type> spawn_actor(actor_cell& parent, spawn_options&& options,
                                                 Args&&... args) {
@@ -49,19 +55,20 @@ actor_ref<typename A::message_type> spawn_actor(actor_cell& parent, spawn_option
     return std::apply([where](const auto&... a) { return new (where) A(a...); }, tuple);
   };
   actor_cell* cell;
-  if (options.entity && options.entity->home == nullptr) {
+  const spawned_as kind = spawned_as_of(options);
+  if (kind == spawned_as::actor) {
+    cell = new actor_cell_of<A, decltype(factory)>(parent.system(), intrusive_ptr(&parent),
+                                                   std::move(options.name), options.mailbox,
+                                                   std::move(factory));
+  } else if (kind == spawned_as::sharded_entity) {
     // Sharding: the parent (a shard) holds the home.
     cell = new entity_cell_of<A, decltype(factory)>(
         parent.system(), intrusive_ptr(&parent), std::move(options.name), options.mailbox,
         std::move(factory), std::move(options.entity->entity_id));
-  } else if (options.entity) {
+  } else {
     cell = new standalone_entity_cell_of<A, decltype(factory)>(
         parent.system(), intrusive_ptr(&parent), std::move(options.name), options.mailbox,
         std::move(factory), std::move(*options.entity));
-  } else {
-    cell = new actor_cell_of<A, decltype(factory)>(parent.system(), intrusive_ptr(&parent),
-                                                   std::move(options.name), options.mailbox,
-                                                   std::move(factory));
   }
   intrusive_ptr<actor_cell> ref(cell, adopt);
   if (options.unique_name) cell->set_unindexed_name();
