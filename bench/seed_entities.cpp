@@ -108,8 +108,10 @@ run_result run_entities(const prepared_workload& w, const run_config& c,
       if (k == tracked_key) msg.sent = steady::now();
       region.tell(std::move(msg));
     }
+    result.send_s = seconds_between(start, steady::now());
     const auto end = s.done.wait(limit);
-    result.msgs_per_s = static_cast<double>(w.spec.messages) / seconds_between(start, end);
+    result.total_s = seconds_between(start, end);
+    result.msgs_per_s = static_cast<double>(w.spec.messages) / result.total_s;
 
     for (const auto& info : sharding.shards(type_name)) {
       result.shard_loads.push_back({info.id, info.messages_processed, info.entity_count});

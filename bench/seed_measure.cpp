@@ -140,12 +140,12 @@ void print_details(const measurement& m) {
       hot.batches ? static_cast<double>(hot.messages) / static_cast<double>(hot.batches) : 0;
   std::printf(
       "  %s (%lld msgs, %.1f%% of all): %lld batches, mean size %.1f, max %lld; "
-      "queue wait p50 %s, p99 %s (last run)\n",
+      "queue wait p50 %s, p99 %s; run %s, of it sending %s (last run)\n",
       m.hot_unit.c_str(), static_cast<long long>(m.hot_unit_messages),
       100.0 * static_cast<double>(m.hot_unit_messages) / static_cast<double>(m.spec.messages),
       static_cast<long long>(hot.batches), mean_batch, static_cast<long long>(hot.max_batch),
-      micros(percentile(hot.waits_us, 0.5)).c_str(),
-      micros(percentile(hot.waits_us, 0.99)).c_str());
+      micros(percentile(hot.waits_us, 0.5)).c_str(), micros(percentile(hot.waits_us, 0.99)).c_str(),
+      micros(m.last.total_s * 1e6).c_str(), micros(m.last.send_s * 1e6).c_str());
   if (m.config.how != mode::entities || m.last.shard_loads.empty()) return;
 
   // Troupe's own per-shard counts: a flat profile means sharding works; one shard far above

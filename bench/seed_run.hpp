@@ -55,6 +55,9 @@ struct shard_load {
 
 struct run_result {
   double msgs_per_s = 0;
+  /// How long the producer took to send everything, and the whole run took (seconds).
+  double send_s = 0;
+  double total_s = 0;
   /// Empty when every key's state equals the sequence sent to it.
   std::string order_error;
   hot_unit_stats hot;

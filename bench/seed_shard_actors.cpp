@@ -125,8 +125,10 @@ run_result run_shard_actors(const prepared_workload& w, const run_config& c,
       if (shard == tracked_shard) msg.sent = steady::now();
       refs[shard].tell(std::move(msg));
     }
+    result.send_s = seconds_between(start, steady::now());
     const auto end = s.done.wait(limit);
-    result.msgs_per_s = static_cast<double>(w.spec.messages) / seconds_between(start, end);
+    result.total_s = seconds_between(start, end);
+    result.msgs_per_s = static_cast<double>(w.spec.messages) / result.total_s;
     refs.clear();
     shut_down(system);
   }
