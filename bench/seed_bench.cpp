@@ -5,8 +5,8 @@
 //
 //   troupe_bench_seed [--messages N] [--keys K] [--io-ms X] [--dist uniform|zipf] [--zipf-s S]
 //                     [--mode shard-actors|entities] [--shards N] [--batch N]
-//                     [--max-concurrent N] [--runs R] [--seed S] [--workers N] [--json]
-//                     [--svg FILE]
+//                     [--max-concurrent N] [--runs R] [--seed S] [--workers N]
+//                     [--timer sleep_for|asio] [--json] [--svg FILE]
 //
 // With any workload or mode flag it measures that one configuration; with none it runs the
 // guide's whole table and the scaled workload, prints a table beside the published figures and
@@ -61,7 +61,8 @@ int run_one(options o) {
 }
 
 int run_table(const options& o) {
-  const auto rows = default_rows(o.config.io_ms, o.spec.seed, o.config.workers);
+  auto rows = default_rows(o.config.io_ms, o.spec.seed, o.config.workers);
+  for (auto& r : rows) r.config.asio_timer = o.config.asio_timer;
   std::vector<measurement> results;
   bool failed = false;
   for (const auto& r : rows) {
@@ -112,6 +113,10 @@ int main(int argc, char** argv) {
                      "units inside their I/O at once (0: unlimited; shard-actors only for now)")
           ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20)),
   };
+  const std::map<std::string, bool> timers = {{"sleep_for", false}, {"asio", true}};
+  app.add_option("--timer", o.config.asio_timer,
+                 "the I/O stand-in: troupe::sleep_for (default) or an asio steady_timer")
+      ->transform(CLI::CheckedTransformer(timers));
   app.add_option("--io-ms", o.config.io_ms, "awaited I/O per write, in ms")
       ->check(CLI::Range(0.0, 1000.0));
   app.add_option("--runs", o.runs, "runs per configuration (median reported)")

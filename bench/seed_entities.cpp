@@ -18,7 +18,7 @@ const std::string type_name = "seed";
 /// The run's per-key state, indexed by key: each entity appends to its own slot only.
 struct entity_shared : run_shared {
   entity_shared(const prepared_workload& w, const run_config& c)
-      : run_shared(w.spec.messages, c.io_ms, c.batch), per_key(w.names.size()) {}
+      : run_shared(w.spec.messages, c), per_key(w.names.size()) {}
   std::vector<std::vector<std::uint32_t>> per_key;
   std::uint32_t tracked_key = 0;
 };
@@ -40,7 +40,11 @@ class key_entity final : public troupe::async_actor<keyed_write> {
       s_->hot.on_batch(start, 1);
       s_->hot.on_message(start, w.sent);
     }
-    co_await troupe::sleep_for(s_->io);
+    if (s_->plain_io()) {
+      co_await troupe::sleep_for(s_->io);
+    } else {
+      co_await await_io(s_);
+    }
     state_->push_back(w.seq);
     s_->done.count_down(1);
   }
@@ -67,7 +71,11 @@ class batching_key_entity final : public troupe::async_batch_actor<keyed_write> 
       s_->hot.on_batch(start, static_cast<std::int64_t>(batch.size()));
       for (const auto& item : batch) s_->hot.on_message(start, item.message.sent);
     }
-    co_await troupe::sleep_for(s_->io);  // one round trip for the whole batch
+    if (s_->plain_io()) {
+      co_await troupe::sleep_for(s_->io);  // one round trip for the whole batch
+    } else {
+      co_await await_io(s_);
+    }
     for (auto& item : batch) state_->push_back(item.message.seq);
     s_->done.count_down(static_cast<std::int64_t>(batch.size()));
   }

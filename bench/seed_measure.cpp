@@ -120,6 +120,7 @@ std::string json_line(const measurement& m) {
        ",\"hot_max_batch\":" + std::to_string(hot.max_batch) +
        ",\"hot_wait_p50_us\":" + num(percentile(hot.waits_us, 0.5)) +
        ",\"hot_wait_p99_us\":" + num(percentile(hot.waits_us, 0.99));
+  if (c.asio_timer) j += ",\"timer\":\"asio\"";
   if (c.how == mode::entities && c.max_concurrent > 0) {
     j += ",\"note\":\"max_concurrent is not applied in entities mode yet\"";
   }

@@ -4,6 +4,8 @@
 
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
@@ -90,10 +92,25 @@ void io_limiter::release() {
   next();
 }
 
-boost::asio::awaitable<void> limited_io(run_shared* s) {
+namespace {
+boost::asio::awaitable<void> timer_io(run_shared* s) {
+  if (s->asio_timer) {
+    boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, s->io);
+    co_await timer.async_wait(boost::asio::use_awaitable);
+  } else {
+    co_await troupe::sleep_for(s->io);
+  }
+}
+}  // namespace
+
+boost::asio::awaitable<void> await_io(run_shared* s) {
+  if (!s->limiter) {
+    co_await timer_io(s);
+    co_return;
+  }
   if (!s->limiter->try_acquire()) co_await s->limiter->wait();
   try {
-    co_await troupe::sleep_for(s->io);
+    co_await timer_io(s);
   } catch (...) {
     s->limiter->release();
     throw;

@@ -73,20 +73,26 @@ class io_limiter {
 
 /// State shared by the actors of one run.
 struct run_shared {
-  run_shared(std::int64_t messages, double io_ms, std::int64_t batch)
+  run_shared(std::int64_t messages, const run_config& c)
       : done(messages),
         io(std::chrono::duration_cast<troupe::duration>(
-            std::chrono::duration<double, std::milli>(io_ms))),
-        batch(batch) {}
+            std::chrono::duration<double, std::milli>(c.io_ms))),
+        batch(c.batch),
+        asio_timer(c.asio_timer) {}
+  /// No limiter and the runtime's own timer: the handler awaits sleep_for directly (a nested
+  /// coroutine would add a frame per message).
+  [[nodiscard]] bool plain_io() const noexcept { return !limiter && !asio_timer; }
   completion done;
   troupe::duration io;
   std::int64_t batch;
+  bool asio_timer;
   hot_recorder hot;
   std::unique_ptr<io_limiter> limiter;
 };
 
-/// The I/O stand-in: one awaited timer of `s->io`, inside the limiter when there is one.
-boost::asio::awaitable<void> limited_io(run_shared* s);
+/// The I/O stand-in: one awaited timer of `s->io` (sleep_for or an asio steady_timer), inside
+/// the limiter when there is one.
+boost::asio::awaitable<void> await_io(run_shared* s);
 
 /// How long a run may take before it counts as hung: three times its bound, plus a minute.
 std::chrono::seconds wait_limit_for(const run_config& c, std::int64_t busiest_count);

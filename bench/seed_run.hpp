@@ -24,6 +24,8 @@ struct run_config {
   /// Most units inside their I/O at once; 0: no limit (applied in shard-actors mode only).
   std::int64_t max_concurrent = 0;
   double io_ms = 1;
+  /// The I/O stand-in: troupe::sleep_for (false) or an asio steady_timer on the actor's executor.
+  bool asio_timer = false;
   std::size_t workers = 2;
 };
 

@@ -31,10 +31,10 @@ class shard_actor final : public troupe::async_actor<keyed_write> {
       s_->hot.on_batch(start, 1);
       s_->hot.on_message(start, w.sent);
     }
-    if (s_->limiter) {
-      co_await limited_io(s_);
-    } else {
+    if (s_->plain_io()) {
       co_await troupe::sleep_for(s_->io);
+    } else {
+      co_await await_io(s_);
     }
     (*state_)[w.key].push_back(w.seq);
     s_->done.count_down(1);
@@ -60,10 +60,10 @@ class batching_shard_actor final : public troupe::async_batch_actor<keyed_write>
       s_->hot.on_batch(start, static_cast<std::int64_t>(batch.size()));
       for (const auto& item : batch) s_->hot.on_message(start, item.message.sent);
     }
-    if (s_->limiter) {
-      co_await limited_io(s_);  // one round trip for the whole batch
+    if (s_->plain_io()) {
+      co_await troupe::sleep_for(s_->io);  // one round trip for the whole batch
     } else {
-      co_await troupe::sleep_for(s_->io);
+      co_await await_io(s_);
     }
     // The batch came in arrival order, so appending in batch order keeps per-key order.
     for (auto& item : batch) (*state_)[item.message.key].push_back(item.message.seq);
@@ -98,7 +98,7 @@ std::string check_order(const prepared_workload& w, const std::vector<shard_stat
 
 run_result run_shard_actors(const prepared_workload& w, const run_config& c,
                             std::uint32_t tracked_shard) {
-  run_shared s(w.spec.messages, c.io_ms, c.batch);
+  run_shared s(w.spec.messages, c);
   if (c.max_concurrent > 0) s.limiter = std::make_unique<io_limiter>(c.max_concurrent);
   const auto shard_counts = per_shard_counts(w.key_counts, c.shards);
   const auto limit = wait_limit_for(c, *std::max_element(shard_counts.begin(), shard_counts.end()));
