@@ -120,6 +120,23 @@ std::string json_line(const measurement& m) {
        ",\"hot_max_batch\":" + std::to_string(hot.max_batch) +
        ",\"hot_wait_p50_us\":" + num(percentile(hot.waits_us, 0.5)) +
        ",\"hot_wait_p99_us\":" + num(percentile(hot.waits_us, 0.99));
+  if (!m.last.shard_loads.empty()) {
+    // Troupe's introspection after the last run: messages per shard id, and the hottest ids.
+    std::vector<std::uint64_t> per_shard(c.shards);
+    for (const auto& l : m.last.shard_loads) {
+      if (l.shard < per_shard.size()) per_shard[l.shard] = l.messages;
+    }
+    j += ",\"shard_messages\":[";
+    for (std::size_t i = 0; i < per_shard.size(); ++i) {
+      j += (i ? "," : "") + std::to_string(per_shard[i]);
+    }
+    j += "],\"hottest_ids\":[";
+    for (std::size_t i = 0; i < std::min<std::size_t>(m.last.hottest_ids.size(), 5); ++i) {
+      j += std::string(i ? "," : "") + "[\"" + m.last.hottest_ids[i].first + "\"," +
+           std::to_string(m.last.hottest_ids[i].second) + "]";
+    }
+    j += "]";
+  }
   if (c.asio_timer) j += ",\"timer\":\"asio\"";
   if (c.how == mode::entities && c.max_concurrent > 0) {
     j += ",\"note\":\"max_concurrent is not applied in entities mode yet\"";
