@@ -62,7 +62,10 @@ int run_one(options o) {
 
 int run_table(const options& o) {
   auto rows = default_rows(o.config.io_ms, o.spec.seed, o.config.workers);
-  for (auto& r : rows) r.config.asio_timer = o.config.asio_timer;
+  for (auto& r : rows) {
+    r.config.asio_timer = o.config.asio_timer;
+    r.config.warm = o.config.warm;
+  }
   std::vector<measurement> results;
   bool failed = false;
   for (const auto& r : rows) {
@@ -124,6 +127,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.spec.seed, "splitmix64 seed");
   app.add_option("--workers", o.config.workers, "worker threads")
       ->check(CLI::Range(std::size_t{1}, std::size_t{256}));
+  app.add_flag("--warm", o.config.warm,
+               "entities: start every entity before the clock (not part of issue 4's workload)");
   app.add_flag("--json", o.json, "print only the JSON lines");
   app.add_option("--svg", o.svg, "chart of the whole table (default: beside the program)");
   CLI11_PARSE(app, argc, argv);

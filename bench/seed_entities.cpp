@@ -21,7 +21,12 @@ struct entity_shared : run_shared {
       : run_shared(w.spec.messages, c), per_key(w.names.size()) {}
   std::vector<std::vector<std::uint32_t>> per_key;
   std::uint32_t tracked_key = 0;
+  /// Counts the no-op messages of --warm.
+  std::unique_ptr<completion> warmed;
 };
+
+/// The sequence number of --warm's no-op message: starts the entity, writes nothing.
+constexpr std::uint32_t warm_seq = UINT32_MAX;
 
 std::uint32_t index_of(const std::string& id) {
   return static_cast<std::uint32_t>(std::stoul(id.substr(1)));
@@ -35,6 +40,10 @@ class key_entity final : public troupe::async_actor<keyed_write> {
 
  private:
   boost::asio::awaitable<void> receive(keyed_write w) override {
+    if (w.seq == warm_seq) {
+      s_->warmed->count_down(1);
+      co_return;
+    }
     if (index_ == s_->tracked_key) {
       const auto start = steady::now();
       s_->hot.on_batch(start, 1);
@@ -66,6 +75,11 @@ class batching_key_entity final : public troupe::async_batch_actor<keyed_write> 
 
   boost::asio::awaitable<void> receive_batch(
       std::vector<troupe::batch_item<keyed_write>> batch) override {
+    if (batch.front().message.seq == warm_seq) {  // --warm sends one before anything else
+      s_->warmed->count_down(1);
+      batch.erase(batch.begin());
+      if (batch.empty()) co_return;
+    }
     if (index_ == s_->tracked_key) {
       const auto start = steady::now();
       s_->hot.on_batch(start, static_cast<std::int64_t>(batch.size()));
@@ -108,6 +122,11 @@ run_result run_entities(const prepared_workload& w, const run_config& c,
       options.with_entity<key_entity>(&s);
     }
     auto region = sharding.start(std::move(options));
+    if (c.warm) {
+      s.warmed = std::make_unique<completion>(static_cast<std::int64_t>(w.names.size()));
+      for (const auto& name : w.names) region.tell(keyed_write{name, warm_seq, {}});
+      s.warmed->wait(std::chrono::seconds(120));
+    }
 
     const auto start = steady::now();
     std::vector<std::uint32_t> next_seq(w.names.size());

@@ -42,7 +42,11 @@ steady::time_point completion::wait(std::chrono::seconds limit) {
   return done_at_;
 }
 
-void hot_recorder::on_batch(steady::time_point /*start*/, std::int64_t size) noexcept {
+void hot_recorder::on_batch(steady::time_point start, std::int64_t size) {
+  if (stats.batches > 0) {
+    stats.steps_us.push_back(std::chrono::duration<double, std::micro>(start - last_start).count());
+  }
+  last_start = start;
   ++stats.batches;
   stats.messages += size;
   stats.max_batch = std::max(stats.max_batch, size);

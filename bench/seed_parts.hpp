@@ -50,7 +50,8 @@ class completion {
 /// Written only by the tracked unit, one turn at a time; read after the run.
 struct hot_recorder {
   hot_unit_stats stats;
-  void on_batch(steady::time_point start, std::int64_t size) noexcept;
+  steady::time_point last_start{};
+  void on_batch(steady::time_point start, std::int64_t size);
   void on_message(steady::time_point start, steady::time_point sent);
 };
 

@@ -26,6 +26,8 @@ struct run_config {
   double io_ms = 1;
   /// The I/O stand-in: troupe::sleep_for (false) or an asio steady_timer on the actor's executor.
   bool asio_timer = false;
+  /// Entities mode: start every entity (one no-op message each) before the clock starts.
+  bool warm = false;
   std::size_t workers = 2;
 };
 
@@ -46,6 +48,8 @@ struct hot_unit_stats {
   std::int64_t max_batch = 0;
   /// Queue wait per message: handler start minus send time.
   std::vector<double> waits_us;
+  /// From one handler start to the next: the I/O plus what the runtime adds to each serial step.
+  std::vector<double> steps_us;
 };
 
 /// One shard as Troupe's introspection reports it after a run (entities mode).
