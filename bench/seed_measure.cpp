@@ -53,7 +53,8 @@ std::size_t argmax(const std::vector<std::int64_t>& v) {
 const char* mode_name(mode m) { return m == mode::entities ? "entities" : "shard-actors"; }
 const char* dist_name(distribution d) { return d == distribution::zipf ? "zipf" : "uniform"; }
 
-measurement measure(const workload_spec& spec, const run_config& config, int runs) {
+measurement measure(const workload_spec& spec, const run_config& config, int runs,
+                    double repeat_budget_s) {
   measurement m;
   m.spec = spec;
   m.config = config;
@@ -76,12 +77,15 @@ measurement measure(const workload_spec& spec, const run_config& config, int run
     m.hot_unit = "shard actor " + std::to_string(hot_shard);
     m.hot_unit_messages = m.workload_shard_counts[hot_shard];
   }
+  double spent_s = 0;
   for (int r = 0; r < runs; ++r) {
+    if (repeat_budget_s > 0 && spent_s >= repeat_budget_s) break;
     try {
       run_result res = config.how == mode::entities
                            ? run_entities(w, config, static_cast<std::uint32_t>(hot_key))
                            : run_shard_actors(w, config, static_cast<std::uint32_t>(hot_shard));
       m.runs.push_back(res.msgs_per_s);
+      spent_s += res.total_s;
       if (!res.order_error.empty()) {
         m.order_ok = false;
         m.error = "per-key order violated: " + res.order_error;

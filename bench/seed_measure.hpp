@@ -31,9 +31,11 @@ struct measurement {
   std::vector<std::int64_t> workload_shard_counts;
 };
 
-/// Runs the configuration `runs` times (each in a fresh actor system); never throws for a
-/// failed run, which is reported in `error`.
-measurement measure(const workload_spec& spec, const run_config& config, int runs);
+/// Runs the configuration `runs` times (each in a fresh actor system), but stops repeating once
+/// the runs so far took `repeat_budget_s` seconds (0: no budget); never throws for a failed run,
+/// which is reported in `error`.
+measurement measure(const workload_spec& spec, const run_config& config, int runs,
+                    double repeat_budget_s = 0);
 
 /// The JSON line of a measurement (without a newline).
 std::string json_line(const measurement& m);
