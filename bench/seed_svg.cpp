@@ -67,16 +67,22 @@ bool write_svg(const std::string& path, const std::vector<table_row>& rows,
   out << "<line x1='660' y1='42' x2='660' y2='58' stroke='#c53030' stroke-width='2'/>";
   text(out, 668, 55, "bound of the workload (busiest key or shard)");
   // Decade grid.
+  const char* const decade_names[] = {"100", "1 k", "10 k", "100 k", "1 M", "10 M", "100 M"};
   for (int d = static_cast<int>(min_decade); d <= static_cast<int>(max_decade); ++d) {
     const double x = x_of(std::pow(10.0, d));
     out << "<line x1='" << x << "' y1='" << top - 8 << "' x2='" << x << "' y2='" << height - 34
         << "' stroke='#e2e8f0'/>\n";
-    text(out, x, top - 12, short_value(std::pow(10.0, d)), "text-anchor='middle' fill='#4a5568'");
+    text(out, x, top - 12, decade_names[d - static_cast<int>(min_decade)],
+         "text-anchor='middle' fill='#4a5568'");
   }
   for (std::size_t i = 0; i < n; ++i) {
     const auto& r = rows[i];
     const auto& m = results[i];
     const double y = top + row_height * static_cast<double>(i);
+    if (i > 0 && r.config.how != rows[i - 1].config.how) {  // a new group of rows
+      out << "<line x1='20' y1='" << y - 4 << "' x2='" << plot_right << "' y2='" << y - 4
+          << "' stroke='#a0aec0' stroke-dasharray='4 3'/>\n";
+    }
     text(out, plot_left - 8, y + 13, r.label, "text-anchor='end'");
     if (m.msgs_per_s > 0) {
       bar(out, y, 14, m.msgs_per_s, m.error.empty() ? "#2b6cb0" : "#e53e3e");
