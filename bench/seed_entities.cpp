@@ -44,7 +44,8 @@ class key_entity final : public troupe::async_actor<keyed_write> {
       s_->warmed->count_down(1);
       co_return;
     }
-    if (index_ == s_->tracked_key) {
+    const bool tracked = index_ == s_->tracked_key;
+    if (tracked) {
       const auto start = steady::now();
       s_->hot.on_batch(start, 1);
       s_->hot.on_message(start, w.sent);
@@ -54,6 +55,7 @@ class key_entity final : public troupe::async_actor<keyed_write> {
     } else {
       co_await await_io(s_);
     }
+    if (tracked) s_->hot.on_resumed(steady::now(), s_->io);
     state_->push_back(w.seq);
     s_->done.count_down(1);
   }
@@ -80,7 +82,8 @@ class batching_key_entity final : public troupe::async_batch_actor<keyed_write> 
       batch.erase(batch.begin());
       if (batch.empty()) co_return;
     }
-    if (index_ == s_->tracked_key) {
+    const bool tracked = index_ == s_->tracked_key;
+    if (tracked) {
       const auto start = steady::now();
       s_->hot.on_batch(start, static_cast<std::int64_t>(batch.size()));
       for (const auto& item : batch) s_->hot.on_message(start, item.message.sent);
@@ -90,6 +93,7 @@ class batching_key_entity final : public troupe::async_batch_actor<keyed_write> 
     } else {
       co_await await_io(s_);
     }
+    if (tracked) s_->hot.on_resumed(steady::now(), s_->io);
     for (auto& item : batch) state_->push_back(item.message.seq);
     s_->done.count_down(static_cast<std::int64_t>(batch.size()));
   }

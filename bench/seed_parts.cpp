@@ -56,6 +56,11 @@ void hot_recorder::on_message(steady::time_point start, steady::time_point sent)
   stats.waits_us.push_back(std::chrono::duration<double, std::micro>(start - sent).count());
 }
 
+void hot_recorder::on_resumed(steady::time_point now, troupe::duration io) {
+  stats.lateness_us.push_back(
+      std::chrono::duration<double, std::micro>(now - last_start - io).count());
+}
+
 bool io_limiter::try_acquire() {
   std::lock_guard lock(mutex_);
   if (in_use_ >= cap_) return false;

@@ -53,6 +53,8 @@ struct hot_recorder {
   steady::time_point last_start{};
   void on_batch(steady::time_point start, std::int64_t size);
   void on_message(steady::time_point start, steady::time_point sent);
+  /// The handler resumed after its I/O at `now`.
+  void on_resumed(steady::time_point now, troupe::duration io);
 };
 
 /// Caps how many handlers are inside their I/O at once; waiters resume in arrival order on

@@ -50,6 +50,8 @@ struct hot_unit_stats {
   std::vector<double> waits_us;
   /// From one handler start to the next: the I/O plus what the runtime adds to each serial step.
   std::vector<double> steps_us;
+  /// How late the awaited timer resumed the handler (resume - handler start - io).
+  std::vector<double> lateness_us;
 };
 
 /// One shard as Troupe's introspection reports it after a run (entities mode).

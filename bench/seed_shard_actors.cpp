@@ -26,7 +26,8 @@ class shard_actor final : public troupe::async_actor<keyed_write> {
 
  private:
   boost::asio::awaitable<void> receive(keyed_write w) override {
-    if (stamped(w)) {
+    const bool tracked = stamped(w);
+    if (tracked) {
       const auto start = steady::now();
       s_->hot.on_batch(start, 1);
       s_->hot.on_message(start, w.sent);
@@ -36,6 +37,7 @@ class shard_actor final : public troupe::async_actor<keyed_write> {
     } else {
       co_await await_io(s_);
     }
+    if (tracked) s_->hot.on_resumed(steady::now(), s_->io);
     (*state_)[w.key].push_back(w.seq);
     s_->done.count_down(1);
   }
@@ -55,7 +57,8 @@ class batching_shard_actor final : public troupe::async_batch_actor<keyed_write>
 
   boost::asio::awaitable<void> receive_batch(
       std::vector<troupe::batch_item<keyed_write>> batch) override {
-    if (stamped(batch.front().message)) {
+    const bool tracked = stamped(batch.front().message);
+    if (tracked) {
       const auto start = steady::now();
       s_->hot.on_batch(start, static_cast<std::int64_t>(batch.size()));
       for (const auto& item : batch) s_->hot.on_message(start, item.message.sent);
@@ -65,6 +68,7 @@ class batching_shard_actor final : public troupe::async_batch_actor<keyed_write>
     } else {
       co_await await_io(s_);
     }
+    if (tracked) s_->hot.on_resumed(steady::now(), s_->io);
     // The batch came in arrival order, so appending in batch order keeps per-key order.
     for (auto& item : batch) (*state_)[item.message.key].push_back(item.message.seq);
     s_->done.count_down(static_cast<std::int64_t>(batch.size()));
