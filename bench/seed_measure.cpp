@@ -186,8 +186,10 @@ void print_details(const measurement& m) {
   }
   std::sort(loads.begin(), loads.end(),
             [](const shard_load& a, const shard_load& b) { return a.messages > b.messages; });
-  std::printf("  per-shard messages (cluster_sharding::shards, %zu shards, %s the workload):",
-              loads.size(), matches ? "equal to" : "DIFFERENT from");
+  std::printf(
+      "  per-shard messages (cluster_sharding::shards, %zu of %u shards started, %s the "
+      "workload):",
+      loads.size(), m.config.shards, matches ? "equal to" : "DIFFERENT from");
   for (std::size_t i = 0; i < std::min<std::size_t>(loads.size(), 4); ++i) {
     std::printf(" shard-%u %llu (%.1f%%)", loads[i].shard,
                 static_cast<unsigned long long>(loads[i].messages),
