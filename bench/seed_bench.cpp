@@ -48,11 +48,6 @@ struct options {
 };
 
 int run_one(options o) {
-  if (o.config.how == mode::entities && o.config.max_concurrent > 0) {
-    std::fprintf(stderr,
-                 "troupe_bench_seed: note: --max-concurrent is not applied in entities mode yet "
-                 "(the region-level cap is still to come); measuring without it\n");
-  }
   const measurement m = measure(o.spec, o.config, o.runs);
   std::printf("%s\n", json_line(m).c_str());
   if (!o.json) print_details(m);

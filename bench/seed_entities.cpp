@@ -119,7 +119,8 @@ run_result run_entities(const prepared_workload& w, const run_config& c,
     auto options = troupe::sharding::sharding_options<keyed_write>::create()
                        .with_type_name(type_name)
                        .with_extract_entity_id(key_of)
-                       .with_num_shards(c.shards);
+                       .with_num_shards(c.shards)
+                       .with_max_concurrent(static_cast<std::size_t>(c.max_concurrent));
     if (c.batch > 1) {
       options.with_entity<batching_key_entity>(&s);
     } else {

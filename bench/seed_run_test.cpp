@@ -69,4 +69,16 @@ TEST(SeedRun, MaxConcurrentCapsTheWritesInFlight) {
   EXPECT_LE(r.msgs_per_s, 2'000);
 }
 
+TEST(SeedRun, MaxConcurrentCapsTheEntitiesInsideAWrite) {
+  // The region's cap (sharding_options::with_max_concurrent): with 2 permits and 1 ms writes,
+  // 64 keys cannot go faster than 2,000 msgs/s, and per-key order still holds.
+  const auto w = small(200, 64, distribution::uniform);
+  auto c = config(mode::entities, 16, 0);
+  c.io_ms = 1;
+  c.max_concurrent = 2;
+  const auto r = run_entities(w, c, 0);
+  EXPECT_EQ(r.order_error, "");
+  EXPECT_LE(r.msgs_per_s, 2'000);
+}
+
 }  // namespace

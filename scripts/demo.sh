@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Builds the release preset and runs the bank example, then the core benchmark.
+# Builds the release preset and runs the bank example, then a benchmark: by default the hot-keys
+# benchmark's table (troupe_bench_seed: the guide's workload beside its published figures, and
+# build/release/bench/seed.svg).
 #   TROUPE_JOBS   parallel build jobs (default: nproc)
-#   BENCH_ARGS    extra arguments for troupe_bench_core (e.g. --benchmark_filter=...)
+#   DEMO_BENCH    seed (default), core or sharding: which benchmark runs
+#   BENCH_ARGS    extra arguments for it (e.g. --runs 1)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 jobs="${TROUPE_JOBS:-$(nproc)}"
 build=build/release
 example_target=troupe_example_bank
-bench_target=troupe_bench_core
+bench_target="troupe_bench_${DEMO_BENCH:-seed}"
 example="$build/examples/bank/$example_target"
 bench="$build/bench/$bench_target"
 
