@@ -1,0 +1,292 @@
+// troupe_bench_persistence: the stores under load (issue 5), one JSON line per case, then a table.
+//
+//   persist        10,000 persistence ids each append 100 events, one at a time (the next once
+//                  the previous is durable), all ids at once: events/s and the p99 latency of an
+//                  append, with fsync on (the stores' defaults).
+//   recover        1,000,000 events already stored (1,000 ids x 1,000): read them all back,
+//                  every id's replay at once: events/s.
+//   durable_state  10,000 ids each write their state 10 times with a revision check: updates/s.
+//
+// Each case runs against SQLite (a fresh file in the system's temp directory, on disk here:
+// TMPDIR moves it). Shares the flags of the other benchmarks (bench_support.hpp); --shrink K
+// divides the sizes, for profiling.
+
+#include <troupe/persistence/plugin.hpp>
+#include <troupe/persistence/sqlite_plugin.hpp>
+
+#include "bench_support.hpp"
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using namespace troupe::bench;
+namespace tp = troupe::persistence;
+namespace fs = std::filesystem;
+
+/// A 64-byte event, as a small domain event encodes.
+tp::serialized event_payload() {
+  return tp::serialized{tp::manifest{"bench.deposited", 1}, tp::bytes(64, std::byte{0x5A})};
+}
+
+/// A fresh store of one kind per run, and where its data lives (removed after the run).
+struct store_kind {
+  std::string name;
+  std::function<std::unique_ptr<tp::plugin>(const fs::path& dir)> open;
+};
+
+store_kind sqlite_store() {
+  return {"sqlite", [](const fs::path& dir) {
+            return tp::open_sqlite_plugin(tp::sqlite_options{dir / "bench.db"});
+          }};
+}
+
+/// A scratch directory for one run, removed when the run ends.
+class scratch_dir {
+ public:
+  scratch_dir() {
+    static std::atomic<int> counter{0};
+    path_ = fs::temp_directory_path() /
+            ("troupe-bench-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::create_directories(path_);
+  }
+  scratch_dir(const scratch_dir&) = delete;
+  scratch_dir& operator=(const scratch_dir&) = delete;
+  ~scratch_dir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+/// One thread running the completions (the stores complete on the caller's executor).
+class completion_thread {
+ public:
+  completion_thread() : guard_(io_.get_executor()), thread_([this] { io_.run(); }) {}
+  completion_thread(const completion_thread&) = delete;
+  completion_thread& operator=(const completion_thread&) = delete;
+  ~completion_thread() {
+    guard_.reset();
+    thread_.join();
+  }
+  boost::asio::io_context& io() { return io_; }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
+  std::thread thread_;
+};
+
+std::string pid_of(std::int64_t i) { return "account-" + std::to_string(i); }
+
+// -- persist --------------------------------------------------------------------------------------
+
+run_result persist(const store_kind& kind, std::int64_t ids, std::int64_t per_id) {
+  scratch_dir dir;
+  auto store = kind.open(dir.path());
+  const auto total = ids * per_id;
+  countdown done(total);
+  std::atomic<std::int64_t> failures{0};
+  struct writer {
+    std::string pid;
+    std::uint64_t next = 1;
+    steady::time_point sent;
+  };
+  std::vector<writer> writers(static_cast<std::size_t>(ids));
+  std::vector<double> latencies_us;
+  latencies_us.reserve(static_cast<std::size_t>(total));
+  completion_thread completions;
+  const tp::serialized event = event_payload();
+
+  std::function<void(std::size_t)> append_next = [&](std::size_t i) {
+    writer& w = writers[i];
+    w.sent = steady::now();
+    store->journal().async_append(
+        tp::append_request{w.pid, w.next, {event}, 0},
+        boost::asio::bind_executor(completions.io(), [&, i](std::exception_ptr e, tp::sequence_nr) {
+          writer& me = writers[i];
+          latencies_us.push_back(seconds_between(me.sent, steady::now()) * 1e6);
+          if (e) failures.fetch_add(1);
+          ++me.next;
+          const bool more = static_cast<std::int64_t>(me.next) <= per_id && !e;
+          done.count_down();
+          if (more) append_next(i);
+        }));
+  };
+
+  const auto start = steady::now();
+  for (std::size_t i = 0; i < writers.size(); ++i) {
+    writers[i].pid = pid_of(static_cast<std::int64_t>(i));
+  }
+  boost::asio::post(completions.io(), [&] {
+    for (std::size_t i = 0; i < writers.size(); ++i) append_next(i);
+  });
+  const auto end = done.wait("every append to be durable");
+  check(failures.load() == 0, std::to_string(failures.load()) + " appends failed");
+  const auto stats = store->stats();
+  store.reset();  // joins the store's threads
+
+  std::sort(latencies_us.begin(), latencies_us.end());
+  run_result out;
+  out.value = static_cast<double>(total) / seconds_between(start, end);
+  out.extras.emplace_back("p50_us", percentile(latencies_us, 0.50));
+  out.extras.emplace_back("p99_us", percentile(latencies_us, 0.99));
+  out.extras.emplace_back("writes_per_transaction",
+                          stats.transactions == 0 ? 0.0
+                                                  : static_cast<double>(stats.writes) /
+                                                        static_cast<double>(stats.transactions));
+  return out;
+}
+
+// -- recover --------------------------------------------------------------------------------------
+
+run_result recover(const store_kind& kind, std::int64_t ids, std::int64_t per_id) {
+  scratch_dir dir;
+  auto store = kind.open(dir.path());
+  completion_thread completions;
+  {
+    // Fill the journal in big atomic appends (setup, not timed).
+    constexpr std::int64_t chunk = 100;
+    countdown filled(ids * ((per_id + chunk - 1) / chunk));
+    std::atomic<std::int64_t> failures{0};
+    const tp::serialized event = event_payload();
+    for (std::int64_t i = 0; i < ids; ++i) {
+      for (std::int64_t from = 1; from <= per_id; from += chunk) {
+        const auto n = std::min(chunk, per_id - from + 1);
+        store->journal().async_append(
+            tp::append_request{pid_of(i), static_cast<tp::sequence_nr>(from),
+                               std::vector<tp::serialized>(static_cast<std::size_t>(n), event), 0},
+            boost::asio::bind_executor(completions.io(),
+                                       [&](std::exception_ptr e, tp::sequence_nr) {
+                                         if (e) failures.fetch_add(1);
+                                         filled.count_down();
+                                       }));
+      }
+    }
+    filled.wait("the journal to be filled");
+    check(failures.load() == 0, "filling the journal failed");
+  }
+
+  countdown replayed(ids);
+  std::atomic<std::int64_t> events{0};
+  std::atomic<std::int64_t> failures{0};
+  const auto start = steady::now();
+  for (std::int64_t i = 0; i < ids; ++i) {
+    store->journal().async_read(
+        tp::read_request{pid_of(i)},
+        boost::asio::bind_executor(completions.io(),
+                                   [&](std::exception_ptr e, std::vector<tp::event_record> got) {
+                                     if (e) failures.fetch_add(1);
+                                     events.fetch_add(static_cast<std::int64_t>(got.size()));
+                                     replayed.count_down();
+                                   }));
+  }
+  const auto end = replayed.wait("every replay");
+  check(failures.load() == 0, "a replay failed");
+  check(events.load() == ids * per_id, "replayed " + std::to_string(events.load()) +
+                                           " events, expected " + std::to_string(ids * per_id));
+  run_result out;
+  out.value = static_cast<double>(events.load()) / seconds_between(start, end);
+  return out;
+}
+
+// -- durable_state --------------------------------------------------------------------------------
+
+run_result durable_state(const store_kind& kind, std::int64_t ids, std::int64_t per_id) {
+  scratch_dir dir;
+  auto store = kind.open(dir.path());
+  completion_thread completions;
+  const auto total = ids * per_id;
+  countdown done(total);
+  std::atomic<std::int64_t> failures{0};
+  std::vector<tp::revision_nr> revisions(static_cast<std::size_t>(ids), 0);
+  const tp::serialized state = event_payload();
+
+  std::function<void(std::size_t)> write_next = [&](std::size_t i) {
+    store->durable_state().async_upsert(
+        tp::state_write{pid_of(static_cast<std::int64_t>(i)), revisions[i], state, 0},
+        boost::asio::bind_executor(completions.io(),
+                                   [&, i](std::exception_ptr e, tp::revision_nr written) {
+                                     if (e) failures.fetch_add(1);
+                                     revisions[i] = written;
+                                     done.count_down();
+                                     if (!e && static_cast<std::int64_t>(written) < per_id)
+                                       write_next(i);
+                                   }));
+  };
+  const auto start = steady::now();
+  boost::asio::post(completions.io(), [&] {
+    for (std::size_t i = 0; i < revisions.size(); ++i) write_next(i);
+  });
+  const auto end = done.wait("every state write");
+  check(failures.load() == 0, std::to_string(failures.load()) + " state writes failed");
+  run_result out;
+  out.value = static_cast<double>(total) / seconds_between(start, end);
+  return out;
+}
+
+std::vector<bench_case> all_cases(std::int64_t shrink) {
+  const std::int64_t writers = std::max<std::int64_t>(1, 10'000 / shrink);
+  const std::int64_t replay_ids = std::max<std::int64_t>(1, 1'000 / shrink);
+  std::vector<bench_case> cases;
+  for (const store_kind& kind : {sqlite_store()}) {
+    cases.push_back({"persist_" + kind.name,
+                     "events/s",
+                     ">= 200 k",
+                     at_least(200e3),
+                     {{"store", json_string(kind.name)},
+                      {"ids", str(writers)},
+                      {"events_per_id", "100"},
+                      {"event_bytes", "64"},
+                      {"durability", json_string("fsync on every commit (synchronous=FULL)")},
+                      {"timed", json_string("first append until the last is durable")}},
+                     [=](std::size_t) { return persist(kind, writers, 100); }});
+    cases.push_back({"recover_" + kind.name,
+                     "events/s",
+                     ">= 1 M",
+                     at_least(1e6),
+                     {{"store", json_string(kind.name)},
+                      {"ids", str(replay_ids)},
+                      {"events_per_id", "1000"},
+                      {"timed", json_string("every id's full replay, all at once")}},
+                     [=](std::size_t) { return recover(kind, replay_ids, 1000); }});
+    cases.push_back({"durable_state_" + kind.name,
+                     "updates/s",
+                     "",
+                     nullptr,
+                     {{"store", json_string(kind.name)},
+                      {"ids", str(writers)},
+                      {"updates_per_id", "10"},
+                      {"timed", json_string("each id writes 10 times in turn, all ids at once")}},
+                     [=](std::size_t) { return durable_state(kind, writers, 10); }});
+  }
+  return cases;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return troupe::bench::run_benchmarks(
+      argc, argv,
+      {"persistence",
+       {{"--shrink", "K", 1, 10'000}},
+       [](const std::vector<std::int64_t>& flags) { return all_cases(flags[0]); },
+       10,
+       11});
+}
