@@ -61,62 +61,71 @@ void create_schema(pqxx::connection& c, const std::string& schema) {
 }
 
 void prepare_statements(pqxx::connection& c) {
+  // Prepared now rather than at first use: libpqxx 6.4 leaks a result when a lazy PREPARE meets
+  // a connection the server dropped, and a failure here is a failure to connect, retried later.
+  struct prepare_now {
+    pqxx::connection& c;
+    void prepare(const char* name, const char* sql) const {
+      c.prepare(name, sql);
+      c.prepare_now(name);
+    }
+  } p{c};
   // -- fences
-  c.prepare("lock_pid",
+  p.prepare("lock_pid",
             "INSERT INTO fences(pid) VALUES ($1) "
             "ON CONFLICT (pid) DO UPDATE SET epoch = fences.epoch RETURNING epoch, highest");
-  c.prepare("lock_pids",
+  p.prepare("lock_pids",
             "INSERT INTO fences(pid) SELECT p FROM unnest($1::text[]) AS p ORDER BY p "
             "ON CONFLICT (pid) DO UPDATE SET epoch = fences.epoch RETURNING pid, epoch, highest");
-  c.prepare("set_fence", "UPDATE fences SET epoch = $2, highest = $3 WHERE pid = $1");
-  c.prepare("set_fences",
+  p.prepare("set_fence", "UPDATE fences SET epoch = $2, highest = $3 WHERE pid = $1");
+  p.prepare("set_fences",
             "UPDATE fences SET epoch = u.epoch, highest = u.highest "
             "FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(pid, epoch, highest) "
             "WHERE fences.pid = u.pid");
-  c.prepare("lock_shard",
+  p.prepare("lock_shard",
             "INSERT INTO shard_fences(type_name, shard) VALUES ($1, $2) "
             "ON CONFLICT (type_name, shard) DO UPDATE SET epoch = shard_fences.epoch "
             "RETURNING epoch");
-  c.prepare("set_shard_fence",
+  p.prepare("set_shard_fence",
             "UPDATE shard_fences SET epoch = $3 WHERE type_name = $1 AND shard = $2");
   // -- journal
-  c.prepare("insert_event",
+  p.prepare("insert_event",
             "INSERT INTO journal(pid, seq, type_name, version, payload, epoch) "
             "VALUES ($1, $2, $3, $4, $5, $6)");
-  c.prepare("delete_events", "DELETE FROM journal WHERE pid = $1 AND seq <= $2");
-  c.prepare("read_events",
+  p.prepare("delete_events", "DELETE FROM journal WHERE pid = $1 AND seq <= $2");
+  p.prepare("read_events",
             "SELECT seq, type_name, version, payload, epoch FROM journal "
             "WHERE pid = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq LIMIT $4");
-  c.prepare("highest", "SELECT highest FROM fences WHERE pid = $1");
+  p.prepare("highest", "SELECT highest FROM fences WHERE pid = $1");
   // -- snapshots
-  c.prepare("save_snapshot",
+  p.prepare("save_snapshot",
             "INSERT INTO snapshots(pid, seq, type_name, version, payload, epoch) "
             "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (pid, seq) DO UPDATE SET "
             "type_name = excluded.type_name, version = excluded.version, "
             "payload = excluded.payload, epoch = excluded.epoch");
-  c.prepare("delete_snapshots", "DELETE FROM snapshots WHERE pid = $1 AND seq <= $2");
-  c.prepare("load_snapshot",
+  p.prepare("delete_snapshots", "DELETE FROM snapshots WHERE pid = $1 AND seq <= $2");
+  p.prepare("load_snapshot",
             "SELECT seq, type_name, version, payload, epoch FROM snapshots "
             "WHERE pid = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1");
   // -- durable state
-  c.prepare("state_revision", "SELECT revision FROM durable_state WHERE pid = $1");
-  c.prepare("upsert_state",
+  p.prepare("state_revision", "SELECT revision FROM durable_state WHERE pid = $1");
+  p.prepare("upsert_state",
             "INSERT INTO durable_state(pid, revision, type_name, version, payload, epoch) "
             "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (pid) DO UPDATE SET "
             "revision = excluded.revision, type_name = excluded.type_name, "
             "version = excluded.version, payload = excluded.payload, epoch = excluded.epoch");
-  c.prepare("delete_state", "DELETE FROM durable_state WHERE pid = $1");
-  c.prepare("get_state",
+  p.prepare("delete_state", "DELETE FROM durable_state WHERE pid = $1");
+  p.prepare("get_state",
             "SELECT revision, type_name, version, payload, epoch FROM durable_state "
             "WHERE pid = $1");
   // -- remembered entities
-  c.prepare("remember_add",
+  p.prepare("remember_add",
             "INSERT INTO remembered_entities(type_name, shard, entity_id) "
             "SELECT $1, $2, unnest($3::text[]) ON CONFLICT DO NOTHING");
-  c.prepare("remember_remove",
+  p.prepare("remember_remove",
             "DELETE FROM remembered_entities "
             "WHERE type_name = $1 AND shard = $2 AND entity_id = ANY($3::text[])");
-  c.prepare("list_remembered",
+  p.prepare("list_remembered",
             "SELECT entity_id FROM remembered_entities WHERE type_name = $1 AND shard = $2 "
             "ORDER BY entity_id");
 }

@@ -5,6 +5,8 @@
 #include <pqxx/except>
 #include <pqxx/nontransaction>
 
+#include <poll.h>
+
 #include <regex>
 
 namespace troupe::persistence::pg {
@@ -26,8 +28,22 @@ std::string quote_identifier(const std::string& name) {
   return out + '"';
 }
 
+namespace {
+
+/// Whether an idle connection has input waiting. Between operations the server sends nothing
+/// unless it is closing the connection (a restart, pg_terminate_backend, an idle timeout) or
+/// reporting a setting change; either way a new connection is the safe choice. Checking first
+/// spares the operation a failed round trip (and libpqxx 6.4 leaks the result of a statement that
+/// meets a closed connection).
+bool input_waiting(const pqxx::connection& c) noexcept {
+  pollfd p{c.sock(), POLLIN, 0};
+  return p.fd < 0 || (::poll(&p, 1, 0) > 0 && p.revents != 0);
+}
+
+}  // namespace
+
 pqxx::connection& session::get() {
-  if (connection_ && connection_->is_open()) return *connection_;
+  if (connection_ && connection_->is_open() && !input_waiting(*connection_)) return *connection_;
   connection_.reset();
   try {
     auto c = std::make_unique<pqxx::connection>(settings_.url);
@@ -36,6 +52,7 @@ pqxx::connection& session::get() {
       t.exec("SET application_name = " + t.quote(settings_.application_name));
       t.exec("SET search_path = " + quote_identifier(settings_.schema));
     }
+    if (settings_.create_schema) create_schema(*c, settings_.schema);
     prepare_statements(*c);
     connection_ = std::move(c);
   } catch (const persistence_error&) {

@@ -17,6 +17,8 @@ struct session_settings {
   std::string url;
   std::string schema;
   std::string application_name;
+  /// Creates the schema and its tables (when missing) on connecting: the writer does.
+  bool create_schema = false;
 };
 
 /// A libpq URL or connection string without its password, for messages.

@@ -113,28 +113,21 @@ class pg_remember_entities final : public remember_entities_store {
   workers w_;
 };
 
-pg::session_settings settings_of(const postgres_options& o) {
-  return {o.url, o.schema, o.application_name};
+pg::session_settings settings_of(const postgres_options& o, bool create_schema) {
+  return {o.url, o.schema, o.application_name, create_schema};
 }
 
 /// The writer's session, connected, with the schema created.
 pg::session open_writer(const postgres_options& o) {
-  pg::session s(settings_of(o));
-  try {
-    pg::create_schema(s.get(), o.schema);
-  } catch (const persistence_error&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw persistence_error(errc::store_failure, "cannot create the PostgreSQL schema " + o.schema +
-                                                     " (" + pg::redact(o.url) + "): " + e.what());
-  }
+  pg::session s(settings_of(o, true));
+  s.get();
   return s;
 }
 
 std::vector<pg::session> open_readers(const postgres_options& o) {
   std::vector<pg::session> out;
   for (std::size_t i = 0; i < std::max<std::size_t>(o.readers, 1); ++i) {
-    out.emplace_back(settings_of(o));
+    out.emplace_back(settings_of(o, false));
     out.back().get();  // fail at open, not at the first read
   }
   return out;
