@@ -137,6 +137,14 @@ void writer::run_group(std::deque<std::unique_ptr<task>>& batch) {
               e.what()));
       for (auto& t : batch) t->fail(failure);
       return;
+    } catch (const pqxx::transaction_rollback& e) {
+      // PostgreSQL chose this transaction as a deadlock victim (two nodes writing the same ids in
+      // different orders) or could not serialize it: nothing committed, so redo the group.
+      if (attempt < 3) continue;
+      auto failure = std::make_exception_ptr(
+          persistence_error(errc::store_failure, std::string("PostgreSQL: ") + e.what()));
+      for (auto& t : batch) t->fail(failure);
+      return;
     } catch (...) {
       auto failure = std::current_exception();
       if (connection_lost(failure)) {
@@ -177,6 +185,8 @@ bool writer::try_group(pqxx::connection& c, std::deque<std::unique_ptr<task>>& b
       try {
         outcomes = append_many(txn, run);
       } catch (const pqxx::broken_connection&) {
+        throw;
+      } catch (const pqxx::transaction_rollback&) {
         throw;
       } catch (const pqxx::sql_error&) {
         return false;  // the transaction is aborted; redo with savepoints

@@ -57,7 +57,9 @@ class task {
   virtual void set_outcome(append_outcome /*outcome*/) noexcept {}
 };
 
-/// A task whose body `fn(transaction_base&)` returns T (or void) and completes `Handler`.
+/// A task whose body `fn(transaction_base&)` returns T (or void) and completes `Handler`. A lost
+/// connection and a transaction PostgreSQL rolled back (a deadlock with another writer) escape
+/// run(): they concern the whole group.
 template <class T, class Handler, class Fn>
 class typed_task : public task {
   using result_type = std::conditional_t<std::is_void_v<T>, char, T>;
@@ -76,6 +78,8 @@ class typed_task : public task {
       return true;
     } catch (const pqxx::broken_connection&) {
       throw;
+    } catch (const pqxx::transaction_rollback&) {
+      throw;  // a deadlock with another writer: the worker redoes the whole group
     } catch (...) {
       failure_ = as_persistence_error(std::current_exception());
       return false;
