@@ -121,20 +121,33 @@ TEST_F(PostgresPlugin, RefusesASchemaWrittenByANewerVersion) {
 }
 
 TEST_F(PostgresPlugin, TwoPluginsOverOneSchemaNeverInterleaveAJournal) {
-  // Two nodes racing for the same id: in each round both append at the same sequence number,
-  // and exactly one of them wins.
+  // Two nodes racing for the same ids: in each round both append to every id at the same
+  // sequence number (queued together, so each node's writer takes them as one group), and for
+  // each id exactly one of them wins. The first round races to create the ids.
   auto a = open();
   auto b = open();
-  for (sequence_nr next = 1; next <= 20; ++next) {
-    auto fa = a->journal().async_append({"p", next, {value_of("a")}, 0}, use_future);
-    auto fb = b->journal().async_append({"p", next, {value_of("b")}, 0}, use_future);
-    auto ea = error_of(std::move(fa));
-    auto eb = error_of(std::move(fb));
-    EXPECT_TRUE((ea == errc{} && eb == errc::sequence_conflict) ||
-                (eb == errc{} && ea == errc::sequence_conflict))
-        << "round " << next;
+  constexpr int ids = 8;
+  for (sequence_nr next = 1; next <= 10; ++next) {
+    std::vector<std::future<sequence_nr>> fa;
+    std::vector<std::future<sequence_nr>> fb;
+    for (int i = 0; i < ids; ++i) {
+      auto pid = "p" + std::to_string(i);
+      fa.push_back(a->journal().async_append({pid, next, {value_of("a")}, 0}, use_future));
+      fb.push_back(b->journal().async_append({pid, next, {value_of("b")}, 0}, use_future));
+    }
+    for (int i = 0; i < ids; ++i) {
+      auto ea = error_of(std::move(fa[i]));
+      auto eb = error_of(std::move(fb[i]));
+      EXPECT_TRUE((ea == errc{} && eb == errc::sequence_conflict) ||
+                  (eb == errc{} && ea == errc::sequence_conflict))
+          << "round " << next << ", id " << i;
+    }
   }
-  EXPECT_EQ(a->journal().async_read({"p"}, use_future).get().size(), 20U);
+  for (int i = 0; i < ids; ++i) {
+    auto events = a->journal().async_read({"p" + std::to_string(i)}, use_future).get();
+    ASSERT_EQ(events.size(), 10U);
+    for (sequence_nr k = 0; k < 10; ++k) EXPECT_EQ(events[k].sequence, k + 1);
+  }
 }
 
 TEST(PostgresPluginOpen, RefusesAnUnreachableServerWithAClearErrorWithoutThePassword) {

@@ -77,6 +77,10 @@ void prepare_statements(pqxx::connection& c) {
   p.prepare("lock_pids",
             "INSERT INTO fences(pid) SELECT p FROM unnest($1::text[]) AS p ORDER BY p "
             "ON CONFLICT (pid) DO UPDATE SET epoch = fences.epoch RETURNING pid, epoch, highest");
+  // Existing rows are locked without writing a new row version (the upsert above writes one).
+  p.prepare("lock_existing_pids",
+            "SELECT pid, epoch, highest FROM fences WHERE pid = ANY($1::text[]) ORDER BY pid "
+            "FOR UPDATE");
   p.prepare("set_fence", "UPDATE fences SET epoch = $2, highest = $3 WHERE pid = $1");
   p.prepare("set_fences",
             "UPDATE fences SET epoch = u.epoch, highest = u.highest "

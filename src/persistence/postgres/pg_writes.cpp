@@ -96,10 +96,22 @@ std::vector<append_outcome> append_many(pqxx::transaction_base& t,
   for (const auto* r : requests) pids.push_back(r->persistence_id);
   std::sort(pids.begin(), pids.end());
   pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  // Ids seen before have a row to lock; the others get one (an upsert, which also waits for a
+  // writer creating the same row at the same moment).
   std::unordered_map<std::string, head> heads;
-  for (const auto& row : t.exec_prepared("lock_pids", text_array(pids))) {
-    heads[std::string(row[0].c_str(), row[0].size())] = {number(row[1], "fence epoch"),
-                                                         number(row[2], "highest sequence number")};
+  auto take = [&heads](const pqxx::result& rows) {
+    for (const auto& row : rows) {
+      heads[std::string(row[0].c_str(), row[0].size())] = {
+          number(row[1], "fence epoch"), number(row[2], "highest sequence number")};
+    }
+  };
+  take(t.exec_prepared("lock_existing_pids", text_array(pids)));
+  if (heads.size() < pids.size()) {
+    std::vector<std::string> fresh;
+    for (const auto& pid : pids) {
+      if (!heads.contains(pid)) fresh.push_back(pid);
+    }
+    take(t.exec_prepared("lock_pids", text_array(fresh)));
   }
 
   // The checks, in request order, against the heads as the earlier requests leave them.
