@@ -17,6 +17,9 @@ packages=(
   # persistence: the SQLite plugin; clang for the codec's libFuzzer target (fuzzer runtime is in
   # libclang-rt-14-dev above)
   libsqlite3-dev clang-14
+  # persistence: the PostgreSQL plugin (libpqxx) and the server its tests start
+  # (scripts/postgres.sh)
+  libpqxx-dev postgresql
 )
 
 # These two remove Boost 1.81 (libleatherman-dev conflicts with it) and pull in Boost 1.74:

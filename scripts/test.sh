@@ -6,6 +6,9 @@
 #      install_consumer (label packaging)
 #   3. tsan preset (-O1 -g, TSan, -Werror): configure, build only the test binaries labelled
 #      concurrency (target troupe_concurrency_tests), `ctest --preset tsan` (label concurrency)
+# Before the ctest runs, a throwaway PostgreSQL cluster starts (scripts/postgres.sh) for the
+# PostgreSQL plugin's tests, which find it through TROUPE_PG_URL; it stops when the script exits.
+# A TROUPE_PG_URL already set names the server to use instead, and nothing is started.
 # A failing step does not stop the later ones (except a failed configure of the same preset),
 # so one run reports everything; the exit status is non-zero if any step failed.
 #
@@ -42,6 +45,28 @@ step() {
 }
 
 step "setup" scripts/setup.sh || exit 1
+
+# -- PostgreSQL for the persistence tests --------------------------------------
+pg_started=0
+stop_postgres() {
+  if [[ $pg_started -eq 1 ]]; then
+    scripts/postgres.sh stop || echo "test.sh: could not stop the test PostgreSQL" >&2
+  fi
+}
+start_postgres() {
+  local url
+  url="$(scripts/postgres.sh start)" || return 1
+  pg_started=1
+  export TROUPE_PG_URL="$url"
+  echo "PostgreSQL for the tests: $TROUPE_PG_URL"
+}
+trap stop_postgres EXIT
+if [[ -z "${TROUPE_PG_URL:-}" ]]; then
+  # Without a server the PostgreSQL cases would only skip: count that as a failure here.
+  step "postgres: start" start_postgres || true
+else
+  echo "PostgreSQL for the tests (given): TROUPE_PG_URL is set"
+fi
 
 junit_dev="$root/build/dev/ctest-junit.xml"
 junit_tsan="$root/build/tsan/ctest-junit.xml"

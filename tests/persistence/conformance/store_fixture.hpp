@@ -42,6 +42,13 @@ errc error_of(std::future<T> f) {
 template <class Factory>
 class store_test : public ::testing::Test {
  protected:
+  void SetUp() override {
+    if constexpr (requires { Factory::unavailable(); }) {
+      if (auto why = Factory::unavailable()) GTEST_SKIP() << *why;
+    }
+    plugin_ = factory_.open();
+  }
+
   /// Closes the plugin (finishing its queued writes) and opens it again over the same storage.
   void reopen() {
     plugin_.reset();
@@ -73,7 +80,7 @@ class store_test : public ::testing::Test {
 
  private:
   Factory factory_;
-  std::unique_ptr<plugin> plugin_ = factory_.open();
+  std::unique_ptr<plugin> plugin_;
 };
 
 }  // namespace troupe::persistence::conformance
