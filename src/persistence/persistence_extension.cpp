@@ -8,8 +8,8 @@
 
 namespace troupe::persistence {
 
-persistence_extension::persistence_extension(actor_system& system) {
-  if (auto n = system.config().get_int("troupe.persistence.snapshot-every")) {
+persistence_extension::persistence_extension(actor_system& system) : config_(system.config()) {
+  if (auto n = config_.get_int("troupe.persistence.snapshot-every")) {
     if (*n < 0) {
       throw persistence_error(errc::invalid_request,
                               "troupe.persistence.snapshot-every must not be negative");
@@ -22,8 +22,29 @@ persistence_extension::~persistence_extension() = default;
 
 std::shared_ptr<plugin> persistence_extension::default_plugin() {
   std::lock_guard lock(mutex_);
-  if (!default_) default_ = make_memory_plugin();
+  if (default_) return default_;
+  const std::string name = config_.get_string("troupe.persistence.plugin").value_or("memory");
+  if (name == "memory") {
+    default_ = make_memory_plugin();
+  } else if (auto it = factories_.find(name); it != factories_.end()) {
+    default_ = it->second(config_);
+    if (!default_) {
+      throw persistence_error(errc::invalid_request,
+                              "the factory of plugin '" + name + "' returned no plugin");
+    }
+  } else {
+    throw persistence_error(errc::invalid_request,
+                            "troupe.persistence.plugin = '" + name +
+                                "': no such plugin is registered (for SQLite, call "
+                                "troupe::persistence::register_sqlite_plugin(system) first)");
+  }
   return default_;
+}
+
+void persistence_extension::register_plugin_factory(std::string name, plugin_factory factory) {
+  if (!factory) throw persistence_error(errc::invalid_request, "register_plugin_factory: empty");
+  std::lock_guard lock(mutex_);
+  factories_[std::move(name)] = std::move(factory);
 }
 
 void persistence_extension::set_default_plugin(std::shared_ptr<plugin> store) {

@@ -2,6 +2,7 @@
 // Persistent entities as sharded entities: recovery after passivation, after a restart of the
 // process (a new actor system reopening the same SQLite file), and the durable-state revision
 // flow, including a write that loses the revision check.
+#include <troupe/persistence/sqlite_config.hpp>
 #include <troupe/persistence/sqlite_plugin.hpp>
 #include <troupe/testkit/log_capture.hpp>
 
@@ -92,6 +93,33 @@ TEST(ShardedEntity, RecoversAfterAProcessRestartWithTheSqlitePlugin) {
   ASSERT_TRUE(snap.has_value());
   // Every 4 events: the atomic pair 7..8 crossed the second mark.
   EXPECT_EQ(snap->sequence, 8U);
+}
+
+TEST(ShardedEntity, OpensTheSqlitePluginTheConfigurationNames) {
+  temp_dir dir;
+  auto conf = troupe::config::parse_string(
+      "troupe.persistence { plugin = sqlite\n"
+      "  snapshot-every = 2\n"
+      "  sqlite { file = \"" +
+      dir.file().string() + "\", durability = normal } }");
+  {
+    troupe::actor_system system(two_workers().with_config(conf));
+    register_codecs(system);
+    tp::register_sqlite_plugin(system);
+    EXPECT_EQ(tp::get(system).snapshot_every(), 2U);
+    auto accounts = cluster_sharding::get(system).start<account>();
+    EXPECT_EQ(ask<std::int64_t>(accounts, account_command{deposit{"erin", 9}}), 9);
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir.file()));
+  troupe::actor_system system(two_workers().with_config(conf));
+  register_codecs(system);
+  tp::register_sqlite_plugin(system);
+  auto accounts = cluster_sharding::get(system).start<account>();
+  EXPECT_EQ(ask<history>(accounts, account_command{get_history{"erin"}}), history{9});
+
+  troupe::actor_system unregistered(
+      two_workers().with_config(troupe::config::parse_string("troupe.persistence.plugin = pg")));
+  EXPECT_THROW((void)tp::get(unregistered).default_plugin(), tp::persistence_error);
 }
 
 TEST(DurableStateEntity, WritesEachNewStateWithTheNextRevision) {

@@ -26,6 +26,9 @@
 
 namespace troupe::persistence {
 
+/// Opens a plugin from the node's configuration (see register_plugin_factory).
+using plugin_factory = std::function<std::shared_ptr<plugin>(const troupe::config&)>;
+
 /// Says which epoch an entity writes with (the cluster supplies one per shard allocation).
 using epoch_provider = std::function<ownership_epoch(const std::optional<entity_identity>&)>;
 
@@ -42,13 +45,18 @@ class persistence_extension {
     return system.extension<persistence_extension>();
   }
 
-  /// The plugin of every entity type without its own: an in-memory plugin until one is set.
+  /// The plugin of every entity type without its own. Unless set in code, it is opened on first
+  /// use as `troupe.persistence.plugin` says: "memory" (the default) or the name of a
+  /// registered factory (e.g. "sqlite", see sqlite_config.hpp). Throws persistence_error
+  /// (errc::invalid_request) for a name no factory answers to.
   [[nodiscard]] std::shared_ptr<plugin> default_plugin();
   void set_default_plugin(std::shared_ptr<plugin> store);
   /// The plugin of one sharded type (its type name), overriding the default.
   void set_plugin_for(std::string type_name, std::shared_ptr<plugin> store);
   /// The type's own plugin, else the default.
   [[nodiscard]] std::shared_ptr<plugin> plugin_for(std::string_view type_name);
+  /// Makes `troupe.persistence.plugin = <name>` open a plugin with `factory`.
+  void register_plugin_factory(std::string name, plugin_factory factory);
 
   /// The registry entities decode and encode events, snapshots and states with. Fill it at
   /// start-up; afterwards it is only read.
@@ -68,8 +76,10 @@ class persistence_extension {
   }
 
  private:
+  troupe::config config_;
   mutable std::mutex mutex_;
   std::shared_ptr<plugin> default_;
+  std::map<std::string, plugin_factory, std::less<>> factories_;
   std::map<std::string, std::shared_ptr<plugin>, std::less<>> by_type_;
   epoch_provider epochs_;
   codec_registry codecs_;
