@@ -9,6 +9,7 @@
 
 #include <troupe/core/actor_system.hpp>
 #include <troupe/sharding/detail/region_actor.hpp>
+#include <troupe/sharding/detail/region_ingress.hpp>
 #include <troupe/sharding/messages.hpp>
 #include <troupe/sharding/sharding_options.hpp>
 
@@ -24,108 +25,6 @@
 namespace troupe::sharding {
 
 namespace detail {
-
-/// The ref users hold for a region (or for one entity): wraps each message of type M into the
-/// region's own message type, so region and entity refs are plain actor_ref<M>.
-template <class M>
-class region_ingress final : public troupe::detail::actor_target {
- public:
-  region_ingress(untyped_ref region, std::optional<std::string> entity_id)
-      : region_(std::move(region)), entity_id_(std::move(entity_id)) {}
-
-  void enqueue(troupe::detail::envelope_base* e) noexcept override { forward(e); }
-  void enqueue_any(troupe::detail::envelope_base* e) noexcept override { forward(e); }
-  std::error_code try_enqueue(troupe::detail::envelope_base* e) noexcept override {
-    forward(e);
-    return {};
-  }
-  void send_system(troupe::detail::system_message* m) noexcept override {
-    region_.target()->send_system(m);
-  }
-  [[nodiscard]] std::string path() const override {
-    return entity_id_ ? region_.path() + "#" + *entity_id_ : region_.path();
-  }
-  [[nodiscard]] troupe::detail::system_impl* owner() const noexcept override {
-    return region_.target()->owner();
-  }
-  [[nodiscard]] bool is_terminated() const noexcept override { return region_.is_terminated(); }
-  void notify_undelivered(std::error_code, const std::string&) noexcept override {}
-
- private:
-  void forward(troupe::detail::envelope_base* e) noexcept {
-    try {
-      auto message = troupe::detail::convert_payload<M>(*e);
-      if (!message) {
-        region_.target()->enqueue_any(e);  // the region dead-letters what it cannot take
-        return;
-      }
-      troupe::detail::envelope_base* wrapped;
-      if (entity_id_) {
-        wrapped = new troupe::detail::envelope<region_message<M>>(
-            std::in_place_type<routed<M>>, routed<M>{*entity_id_, std::move(*message)});
-      } else {
-        wrapped = new troupe::detail::envelope<region_message<M>>(std::in_place_index<0>,
-                                                                  std::move(*message));
-      }
-      wrapped->sender = std::move(e->sender);
-      delete e;
-      region_.target()->enqueue(wrapped);
-    } catch (...) {
-      delete e;  // out of memory: nothing sensible left to do
-    }
-  }
-
-  untyped_ref region_;
-  std::optional<std::string> entity_id_;
-};
-
-/// The ref users hold for one shard (shard_ref_for): takes get_entity_ids and get_shard_stats
-/// and sends them through the region, so that it outlives the shard actor's passivation.
-template <class M>
-class shard_ingress final : public troupe::detail::actor_target {
- public:
-  shard_ingress(untyped_ref region, shard_id shard) : region_(std::move(region)), shard_(shard) {}
-
-  void enqueue(troupe::detail::envelope_base* e) noexcept override { forward(e); }
-  void enqueue_any(troupe::detail::envelope_base* e) noexcept override { forward(e); }
-  std::error_code try_enqueue(troupe::detail::envelope_base* e) noexcept override {
-    forward(e);
-    return {};
-  }
-  void send_system(troupe::detail::system_message* m) noexcept override {
-    region_.target()->send_system(m);
-  }
-  [[nodiscard]] std::string path() const override {
-    return region_.path() + "/" + shard_child_name(shard_);
-  }
-  [[nodiscard]] troupe::detail::system_impl* owner() const noexcept override {
-    return region_.target()->owner();
-  }
-  [[nodiscard]] bool is_terminated() const noexcept override { return region_.is_terminated(); }
-  void notify_undelivered(std::error_code, const std::string&) noexcept override {}
-
- private:
-  void forward(troupe::detail::envelope_base* e) noexcept {
-    try {
-      auto query =
-          troupe::detail::convert_payload<std::variant<get_entity_ids, get_shard_stats>>(*e);
-      if (!query) {
-        region_.target()->enqueue_any(e);  // the region dead-letters what it cannot take
-        return;
-      }
-      auto* wrapped = new troupe::detail::envelope<region_message<M>>(
-          std::in_place_type<shard_query>, shard_query{shard_, std::move(*query)});
-      wrapped->sender = std::move(e->sender);
-      delete e;
-      region_.target()->enqueue(wrapped);
-    } catch (...) {
-      delete e;  // out of memory: nothing sensible left to do
-    }
-  }
-
-  untyped_ref region_;
-  shard_id shard_;
-};
 
 /// Resolves every knob: code, then the node's configuration, then the defaults.
 region_settings resolve_settings(actor_system& system, const std::string& type_name,
