@@ -38,15 +38,12 @@ struct entity_home {
 /// (spawn_options::with_entity); never freed (thread-safe).
 const entity_home& intern_entity_home(std::string_view type_name, std::uint32_t shard_id);
 
-/// The identity as an entity's cell keeps it: its id and a pointer to its interned home, so
-/// each entity pays only for its id.
+/// What spawn_options carry for an entity: its id, and its home when it has no shard to find it
+/// in (spawned alone, in tests).
 struct entity_tag {
   std::string entity_id;
+  /// Null for a sharded entity: it finds its home in its shard.
   const entity_home* home = nullptr;
-
-  [[nodiscard]] entity_identity identity() const {
-    return {entity_id, home->type_name, home->shard_id};
-  }
 };
 
 }  // namespace detail
