@@ -20,6 +20,8 @@ packages=(
   # persistence: the PostgreSQL plugin (libpqxx) and the server its tests start
   # (scripts/postgres.sh)
   libpqxx-dev postgresql
+  # cluster: TLS for the transport (Boost.Asio SSL over OpenSSL); openssl makes test certificates
+  libssl-dev openssl
 )
 
 # These two remove Boost 1.81 (libleatherman-dev conflicts with it) and pull in Boost 1.74:
