@@ -199,6 +199,9 @@ const std::string& actor_system::name() const noexcept { return impl_->config().
 const troupe::config& actor_system::config() const noexcept { return impl_->config().config; }
 troupe::clock& actor_system::clock() const noexcept { return impl_->clock(); }
 dead_letter_office& actor_system::dead_letters() noexcept { return impl_->dead_letters(); }
+dead_letter_office& detail::dead_letters_of(system_impl& system) noexcept {
+  return system.dead_letters();
+}
 boost::asio::io_context& actor_system::io_context() noexcept { return impl_->io(); }
 
 void actor_system::terminate() { impl_->terminate(); }

@@ -73,4 +73,10 @@ class dead_letter_office {
   std::uint64_t suppressed_ = 0;
 };
 
+namespace detail {
+class system_impl;
+/// The dead-letter office of the runtime a target lives in (see actor_target::owner()).
+dead_letter_office& dead_letters_of(system_impl& system) noexcept;
+}  // namespace detail
+
 }  // namespace troupe

@@ -5,15 +5,17 @@
 
 namespace troupe::cluster::wire {
 
-void append_frame(byte_buffer& out, frame_kind kind, const std::function<void(byte_buffer&)>& fill,
-                  std::size_t max_payload) {
+std::size_t begin_frame(byte_buffer& out, frame_kind kind) {
   const std::size_t start = out.size();
   out.resize(start + frame_header_size);
   out[start] = frame_magic;
   out[start + 1] = std::byte{protocol_version};
   out[start + 2] = static_cast<std::byte>(kind);
   out[start + 3] = std::byte{0};
-  fill(out);
+  return start;
+}
+
+void end_frame(byte_buffer& out, std::size_t start, std::size_t max_payload) {
   const std::size_t length = out.size() - start - frame_header_size;
   if (length > max_payload || length > UINT32_MAX) {
     out.resize(start);
@@ -21,10 +23,21 @@ void append_frame(byte_buffer& out, frame_kind kind, const std::function<void(by
                                              " bytes exceeds the maximum of " +
                                              std::to_string(max_payload));
   }
-  for (int i = 0; i < 4; ++i) {
-    out[start + 4 + static_cast<std::size_t>(i)] =
-        static_cast<std::byte>((length >> (8 * i)) & 0xff);
+  for (std::size_t i = 0; i < 4; ++i) {
+    out[start + 4 + i] = static_cast<std::byte>((length >> (8 * i)) & 0xff);
   }
+}
+
+void append_frame(byte_buffer& out, frame_kind kind, const std::function<void(byte_buffer&)>& fill,
+                  std::size_t max_payload) {
+  const std::size_t start = begin_frame(out, kind);
+  try {
+    fill(out);
+  } catch (...) {
+    out.resize(start);
+    throw;
+  }
+  end_frame(out, start, max_payload);
 }
 
 bool frame_decoder::check_header(const std::byte* h, std::uint32_t& length) {

@@ -51,6 +51,12 @@ struct frame_view {
 void append_frame(byte_buffer& out, frame_kind kind, const std::function<void(byte_buffer&)>& fill,
                   std::size_t max_payload = default_max_frame_size);
 
+/// Starts a frame in `out` and returns where it starts; append the payload, then end_frame.
+std::size_t begin_frame(byte_buffer& out, frame_kind kind);
+/// Patches the length of the frame begun at `start`. Throws cluster_error(errc::bad_frame) if
+/// the payload exceeds `max_payload` (the frame is removed from `out` again).
+void end_frame(byte_buffer& out, std::size_t start, std::size_t max_payload = default_max_frame_size);
+
 /// Splits a byte stream into frames; keeps a partial frame until the rest arrives.
 class frame_decoder {
  public:

@@ -1,0 +1,78 @@
+#pragma once
+/// A node's remoting: it listens for other nodes and makes actor refs work across them. tell,
+/// ask, refs inside messages (replies go back across nodes) and death watch behave as locally:
+///
+///   troupe::actor_system system;
+///   troupe::cluster::remote_node node(system, options);   // listens at options.bind
+///   auto echo = system.spawn<echo_actor>("echo");
+///   node.expose(echo);                                     // reachable by its path
+///   // on another node:
+///   auto far = node_b.ref_to<echo_msg>(node.self().address, "/user/echo");
+///   far.tell(echo_msg{"hi"});
+///
+/// Across nodes a message is delivered at most once, and messages from one sender to one
+/// recipient arrive in the order sent (docs/transport.md). Destroy the node before its system.
+
+#include <troupe/cluster/node_address.hpp>
+#include <troupe/cluster/remote_options.hpp>
+#include <troupe/core/actor_ref.hpp>
+#include <troupe/core/actor_system.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace troupe::cluster {
+
+namespace detail {
+class node_core;
+/// The target of a ref to `path` on the node at `address`, whatever incarnation runs there.
+troupe::detail::intrusive_ptr<troupe::detail::actor_target> remote_target_for(
+    node_core& core, const node_address& address, const std::string& path);
+}  // namespace detail
+
+/// Counters of a node's remoting, for tests and metrics.
+struct remote_stats {
+  std::uint64_t messages_sent = 0;
+  std::uint64_t messages_received = 0;
+  std::uint64_t frames_refused = 0;      // malformed or oversized frames (connection closed)
+  std::uint64_t undecodable = 0;         // messages that went to dead letters on arrival
+  std::uint64_t queue_overflows = 0;     // messages dropped because a peer's queue was full
+  std::uint64_t handshakes_refused = 0;  // by this node or its peers
+  std::uint64_t peers_lost = 0;          // peers declared unreachable or restarted
+};
+
+class remote_node {
+ public:
+  /// Starts listening at options.bind. Throws cluster_error when it cannot (or when the
+  /// registry or transport is missing).
+  remote_node(actor_system& system, remote_options options);
+  /// Shuts down: closes every connection; watchers of remote actors get `terminated` and
+  /// pending remote asks fail.
+  ~remote_node();
+  remote_node(const remote_node&) = delete;
+  remote_node& operator=(const remote_node&) = delete;
+
+  /// This node: the address it listens on and its incarnation.
+  [[nodiscard]] node_id self() const;
+
+  /// Makes a local actor reachable from other nodes by its path (refs sent inside messages
+  /// need no exposing: they carry their own way back).
+  void expose(const untyped_ref& ref);
+
+  /// A ref to the actor at `path` (e.g. "/user/echo") on the node at `address`.
+  template <class M>
+  [[nodiscard]] actor_ref<M> ref_to(const node_address& address, const std::string& path) {
+    return actor_ref<M>(detail::remote_target_for(*core_, address, path));
+  }
+
+  [[nodiscard]] remote_stats stats() const;
+
+  /// Closes every connection and stops listening. Idempotent; the destructor calls it.
+  void shutdown();
+
+ private:
+  std::shared_ptr<detail::node_core> core_;
+};
+
+}  // namespace troupe::cluster

@@ -1,0 +1,84 @@
+#pragma once
+/// Settings of a node's remoting; chain the with_* setters.
+
+#include <troupe/cluster/message_registry.hpp>
+#include <troupe/cluster/node_address.hpp>
+#include <troupe/cluster/transport.hpp>
+#include <troupe/cluster/wire/frame.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace troupe::cluster {
+
+/// Makes the node's transport, given the executor it must run its callbacks on.
+using transport_factory = std::function<std::shared_ptr<transport>(boost::asio::any_io_executor)>;
+
+struct remote_options {
+  /// Nodes talk only to nodes of the same cluster name (checked in the handshake).
+  std::string cluster_name = "troupe";
+  /// Where this node listens; port 0 picks a free port (see remote_node::self()).
+  node_address bind{"127.0.0.1", 0};
+  /// The message types that may cross nodes. Required.
+  std::shared_ptr<const message_registry> registry;
+  /// The transport (TCP, TLS, or the in-memory test network). Required.
+  transport_factory transport;
+  /// Frames larger than this are refused, and the connection that sent one is closed.
+  std::size_t max_frame_size = wire::default_max_frame_size;
+  /// Messages queued for a peer that is not connected (yet); more go to dead letters.
+  std::size_t max_queued_unconnected = 10'000;
+  /// Messages queued for a connected peer that cannot keep up; more go to dead letters.
+  std::size_t max_queued_connected = 1'000'000;
+  /// How often a node tells a peer it is alive.
+  std::chrono::milliseconds heartbeat_interval{500};
+  /// A peer silent for this long is unreachable: its connection is closed, watchers of its
+  /// actors get `terminated`, asks waiting on it fail.
+  std::chrono::milliseconds unreachable_after{3'000};
+  /// How long a connection may take to complete its handshake.
+  std::chrono::milliseconds handshake_timeout{3'000};
+  /// Reconnect backoff: doubles from the first to the second value.
+  std::chrono::milliseconds reconnect_backoff_min{100};
+  std::chrono::milliseconds reconnect_backoff_max{5'000};
+
+  remote_options& with_cluster_name(std::string n) {
+    cluster_name = std::move(n);
+    return *this;
+  }
+  remote_options& with_bind(node_address a) {
+    bind = std::move(a);
+    return *this;
+  }
+  remote_options& with_registry(std::shared_ptr<const message_registry> r) {
+    registry = std::move(r);
+    return *this;
+  }
+  remote_options& with_transport(transport_factory f) {
+    transport = std::move(f);
+    return *this;
+  }
+  remote_options& with_max_frame_size(std::size_t n) {
+    max_frame_size = n;
+    return *this;
+  }
+  remote_options& with_max_queued_unconnected(std::size_t n) {
+    max_queued_unconnected = n;
+    return *this;
+  }
+  remote_options& with_heartbeat(std::chrono::milliseconds interval,
+                                 std::chrono::milliseconds unreachable) {
+    heartbeat_interval = interval;
+    unreachable_after = unreachable;
+    return *this;
+  }
+  remote_options& with_reconnect_backoff(std::chrono::milliseconds min,
+                                         std::chrono::milliseconds max) {
+    reconnect_backoff_min = min;
+    reconnect_backoff_max = max;
+    return *this;
+  }
+};
+
+}  // namespace troupe::cluster

@@ -1,0 +1,198 @@
+#include "node_core.hpp"
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include <future>
+#include <random>
+
+namespace troupe::cluster::detail {
+
+namespace {
+
+/// The system actor remote refs hang on: it keeps the runtime they report to alive.
+class remote_anchor final : public troupe::actor<std::monostate> {
+  void receive(std::monostate& /*unused*/) override {}
+};
+
+std::uint64_t random_incarnation() {
+  std::random_device rd;
+  std::uint64_t v = 0;
+  while (v == 0) v = (static_cast<std::uint64_t>(rd()) << 32U) ^ rd();
+  return v;
+}
+
+}  // namespace
+
+node_core::node_core(actor_system& system, remote_options options)
+    : system_(system), options_(std::move(options)) {
+  if (!options_.registry) throw cluster_error(errc::invalid_address, "remote_options: no registry");
+  if (!options_.transport) throw cluster_error(errc::invalid_address, "remote_options: no transport");
+  self_.incarnation = random_incarnation();
+}
+
+void node_core::start() {
+  anchor_ = system_.spawn_system_actor<remote_anchor>(spawn_options{}).target_ptr();
+  io_ = std::make_unique<boost::asio::io_context>(1);
+  transport_ = options_.transport(io_->get_executor());
+  // Listen on the I/O thread's executor before it runs: nothing races yet.
+  self_.address = transport_->listen(options_.bind, [self = weak_from_this()](std::shared_ptr<stream> s) {
+    if (auto core = self.lock()) core->accept(std::move(s));
+  });
+  tick_timer_.emplace(*io_);
+  schedule_tick();
+  thread_ = std::thread([this] {
+    try {
+      io_->run();
+    } catch (const std::exception& ex) {
+      spdlog::critical("remote: I/O thread failed: {}", ex.what());
+    }
+  });
+  spdlog::info("remote: node {} listening", to_string(self_));
+}
+
+void node_core::shutdown() {
+  if (closed_.exchange(true)) return;
+  if (thread_.joinable()) {
+    std::promise<void> done;
+    boost::asio::post(*io_, [this, &done] {
+      tick_timer_.reset();
+      std::vector<std::shared_ptr<peer>> peers;
+      {
+        std::lock_guard lock(mutex_);
+        for (auto& [a, p] : peers_) peers.push_back(p);
+      }
+      for (auto& p : peers) p->close();
+      for (auto& w : inbound_) {
+        if (auto in = w.lock()) in->close();
+      }
+      inbound_.clear();
+      transport_->shutdown();
+      exports_.clear();
+      export_ids_.clear();
+      done.set_value();
+    });
+    done.get_future().wait();
+    io_->stop();
+    thread_.join();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    peers_.clear();  // peers hold the core: break the cycle
+    exposed_.clear();
+  }
+  transport_.reset();
+  io_.reset();  // destroys pending handlers, which hold peers
+}
+
+std::shared_ptr<peer> node_core::peer_at(const node_address& address) {
+  std::lock_guard lock(mutex_);
+  auto& p = peers_[address];
+  if (!p) p = std::make_shared<peer>(shared_from_this(), address);
+  return p;
+}
+
+void node_core::expose(const untyped_ref& ref) {
+  if (!ref) throw cluster_error(errc::invalid_address, "expose: empty ref");
+  std::lock_guard lock(mutex_);
+  exposed_[ref.path()] = ref.target_ptr();
+}
+
+intrusive_ptr<actor_target> node_core::exposed(const std::string& path) {
+  std::lock_guard lock(mutex_);
+  auto it = exposed_.find(path);
+  if (it == exposed_.end()) return {};
+  if (it->second->is_terminated()) {
+    exposed_.erase(it);
+    return {};
+  }
+  return it->second;
+}
+
+std::uint64_t node_core::export_target(actor_target* t, bool /*temporary*/) {
+  auto [it, fresh] = export_ids_.try_emplace(t, next_export_);
+  if (fresh) {
+    exports_.emplace(next_export_, intrusive_ptr<actor_target>(t));
+    ++next_export_;
+  }
+  return it->second;
+}
+
+intrusive_ptr<actor_target> node_core::resolve(const recipient_spec& spec) {
+  if (spec.export_id != 0) {
+    auto it = exports_.find(spec.export_id);
+    return it == exports_.end() ? intrusive_ptr<actor_target>() : it->second;
+  }
+  return exposed(spec.path);
+}
+
+void node_core::sweep_exports() {
+  std::vector<std::uint64_t> gone;
+  for (auto& [id, target] : exports_) {
+    if (target->is_terminated()) gone.push_back(id);
+  }
+  for (auto id : gone) {
+    auto it = exports_.find(id);
+    export_ids_.erase(it->second.get());
+    exports_.erase(it);
+  }
+}
+
+void node_core::schedule_tick() {
+  tick_timer_->expires_after(options_.heartbeat_interval);
+  tick_timer_->async_wait([this](std::error_code ec) {
+    if (ec || closed()) return;
+    const auto now = clock_type::now();
+    std::vector<std::shared_ptr<peer>> peers;
+    {
+      std::lock_guard lock(mutex_);
+      for (auto& [a, p] : peers_) peers.push_back(p);
+    }
+    for (auto& p : peers) p->tick(now);
+    sweep_exports();
+    std::erase_if(inbound_, [](const auto& w) { return w.expired(); });
+    schedule_tick();
+  });
+}
+
+void node_core::accept(std::shared_ptr<stream> s) {
+  if (closed()) {
+    s->close();
+    return;
+  }
+  auto in = std::make_shared<inbound>(*this, std::move(s));
+  inbound_.push_back(in);
+  in->start();
+}
+
+remote_stats node_core::stats() const {
+  auto get = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  return remote_stats{get(counters.sent),         get(counters.received),    get(counters.frames_refused),
+                      get(counters.undecodable),  get(counters.overflows),   get(counters.refused),
+                      get(counters.peers_lost)};
+}
+
+troupe::dead_letter_office& node_core::dead_letters() noexcept {
+  return troupe::detail::dead_letters_of(*anchor_->owner());
+}
+
+}  // namespace troupe::cluster::detail
+
+namespace troupe::cluster {
+
+remote_node::remote_node(actor_system& system, remote_options options)
+    : core_(std::make_shared<detail::node_core>(system, std::move(options))) {
+  core_->start();
+}
+
+remote_node::~remote_node() { shutdown(); }
+
+node_id remote_node::self() const { return core_->self(); }
+
+void remote_node::expose(const untyped_ref& ref) { core_->expose(ref); }
+
+remote_stats remote_node::stats() const { return core_->stats(); }
+
+void remote_node::shutdown() { core_->shutdown(); }
+
+}  // namespace troupe::cluster

@@ -1,0 +1,491 @@
+#include "node_core.hpp"
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+namespace troupe::cluster::detail {
+
+using troupe::detail::terminated_message;
+
+peer::peer(std::shared_ptr<node_core> core, node_address address)
+    : core_(std::move(core)),
+      address_(std::move(address)),
+      decoder_(core_->options().max_frame_size),
+      backoff_(core_->options().reconnect_backoff_min) {}
+
+// -- sending (any thread) -------------------------------------------------------------------
+
+void peer::push(envelope_base* e, intrusive_ptr<remote_target> to) noexcept {
+  outgoing item{e, std::move(to)};
+  if (core_->closed()) {
+    dead_letter(item, make_error_code(errc::node_unreachable), "the remoting is shut down");
+    return;
+  }
+  if (item.to->is_terminated()) {
+    dead_letter(item, make_error_code(troupe::errc::recipient_terminated),
+                "the remote actor has stopped or its node restarted");
+    return;
+  }
+  const auto& opts = core_->options();
+  bool post = false;
+  {
+    std::unique_lock lock(mutex_);
+    const std::size_t limit = connected_ ? opts.max_queued_connected : opts.max_queued_unconnected;
+    const bool ask_to_lost = unreachable_ && e->sender && e->sender->path().starts_with("/temp/");
+    if (queue_.size() >= limit || ask_to_lost) {
+      lock.unlock();
+      if (ask_to_lost) {
+        dead_letter(item, make_error_code(errc::node_unreachable),
+                    "node " + to_string(address_) + " is unreachable");
+      } else {
+        core_->counters.overflows.fetch_add(1, std::memory_order_relaxed);
+        dead_letter(item, make_error_code(errc::peer_queue_full),
+                    "queue for node " + to_string(address_) + " is full (" +
+                        std::to_string(limit) + " messages)");
+      }
+      return;
+    }
+    queue_.push_back(std::move(item));
+    post = !std::exchange(flush_posted_, true);
+  }
+  if (post) boost::asio::post(core_->io(), [self = shared_from_this()] { self->flush(); });
+}
+
+void peer::dead_letter(outgoing& item, std::error_code code, const std::string& reason) noexcept {
+  core_->dead_letters().publish(item.message, item.to->path(), code, reason);
+  item.message = nullptr;
+}
+
+// -- the outbound stream (I/O thread) -----------------------------------------------------
+
+void peer::flush() {
+  {
+    std::lock_guard lock(mutex_);
+    flush_posted_ = false;
+  }
+  if (state_ == state::closed) return;
+  if (state_ == state::idle) {
+    connect();
+    return;
+  }
+  if (state_ != state::up || writing_) return;
+  batch_.clear();
+  {
+    std::lock_guard lock(mutex_);
+    batch_.swap(queue_);
+  }
+  if (batch_.empty() && control_.empty()) return;
+  byte_buffer out = std::move(spare_);
+  out.clear();
+  out.swap(control_);  // system frames first
+  if (out.capacity() < 64 * 1024) out.reserve(64 * 1024);
+  for (auto& item : batch_) encode(item, out);
+  batch_.clear();
+  if (!out.empty()) write(std::move(out));
+}
+
+void peer::encode(outgoing& item, byte_buffer& out) {
+  envelope_base* e = item.message;
+  const auto* entry = core_->options().registry->find(e->type());
+  if (entry == nullptr) {
+    dead_letter(item, make_error_code(errc::unknown_manifest),
+                "no manifest registered for " + e->describe() + " (message_registry::add)");
+    return;
+  }
+  const std::size_t start = wire::begin_frame(out, wire::frame_kind::message);
+  try {
+    persistence::byte_writer w(out);
+    remote_target& to = *item.to;
+    if (to.temporary()) {
+      w.write_varint(0);
+      write_spec(w, to.spec());
+    } else if (to.slot_stream == generation_ && to.slot != 0) {
+      w.write_varint(to.slot << 1U);
+    } else {
+      to.slot = next_slot_++;
+      to.slot_stream = generation_;
+      w.write_varint((to.slot << 1U) | 1U);
+      write_spec(w, to.spec());
+    }
+    auto [it, fresh] = manifest_slots_.try_emplace(entry, manifest_slots_.size() + 1);
+    if (fresh) {
+      w.write_varint((it->second << 1U) | 1U);
+      write_string(w, entry->manifest.type_name);
+      w.write_varint(entry->manifest.version);
+    } else {
+      w.write_varint(it->second << 1U);
+    }
+    codec_scope scope(core_.get(), this, nullptr);
+    if (e->sender) {
+      w.write_byte(std::byte{1});
+      core_->encode_ref(w, e->sender.get(), this);
+    } else {
+      w.write_byte(std::byte{0});
+    }
+    entry->encode(w, e->payload());
+    wire::end_frame(out, start, core_->options().max_frame_size);
+  } catch (const std::exception& ex) {
+    out.resize(start);
+    dead_letter(item, make_error_code(errc::decode_error),
+                std::string("cannot serialize for node ") + to_string(address_) + ": " + ex.what());
+    return;
+  }
+  core_->counters.sent.fetch_add(1, std::memory_order_relaxed);
+  delete e;
+  item.message = nullptr;
+}
+
+void peer::write(byte_buffer bytes) {
+  writing_ = true;
+  stream_->async_write(std::move(bytes), [self = shared_from_this(), gen = generation_](std::error_code ec) {
+    if (gen != self->generation_) return;
+    self->writing_ = false;
+    if (ec) {
+      self->drop_stream("write failed: " + ec.message(), false);
+      return;
+    }
+    self->flush();
+  });
+}
+
+void peer::send_system_frame(system_kind kind, std::uint64_t key, const recipient_spec* spec,
+                             const std::string* reason) {
+  const std::size_t start = wire::begin_frame(control_, wire::frame_kind::system);
+  persistence::byte_writer w(control_);
+  w.write_varint(static_cast<std::uint64_t>(kind));
+  w.write_varint(key);
+  if (spec != nullptr) write_spec(w, *spec);
+  if (reason != nullptr) write_string(w, *reason);
+  wire::end_frame(control_, start, core_->options().max_frame_size);
+  if (state_ == state::idle) connect();
+  if (state_ == state::up && !writing_) flush();
+}
+
+void peer::connect() {
+  state_ = state::connecting;
+  state_since_ = clock_type::now();
+  ++generation_;
+  core_->net().connect(
+      address_, [self = shared_from_this(), gen = generation_](std::error_code ec,
+                                                               std::shared_ptr<stream> s) {
+        if (gen != self->generation_ || self->state_ != state::connecting) {
+          if (s) s->close();
+          return;
+        }
+        if (ec) {
+          self->drop_stream("connect failed: " + ec.message(), true);
+          return;
+        }
+        self->on_stream(std::move(s));
+      });
+}
+
+void peer::on_stream(std::shared_ptr<stream> s) {
+  stream_ = std::move(s);
+  state_ = state::handshaking;
+  state_since_ = clock_type::now();
+  decoder_ = wire::frame_decoder(core_->options().max_frame_size);
+  next_slot_ = 1;
+  manifest_slots_.clear();
+  const auto gen = generation_;
+  stream_->start(
+      [self = shared_from_this(), gen](std::span<const std::byte> bytes) {
+        if (gen != self->generation_) return;
+        if (!self->decoder_.feed(bytes, [&](const wire::frame_view& f) { self->on_frame(f); })) {
+          self->core_->counters.frames_refused.fetch_add(1, std::memory_order_relaxed);
+          spdlog::warn("remote: closing the connection to {}: {}", to_string(self->address_),
+                       self->decoder_.error());
+          self->drop_stream(self->decoder_.error(), false);
+        }
+      },
+      [self = shared_from_this(), gen](std::error_code ec) {
+        if (gen != self->generation_) return;
+        self->drop_stream("connection closed: " + ec.message(), false);
+      });
+  handshake h{core_->options().cluster_name, wire::protocol_version, core_->self(), address_};
+  byte_buffer out;
+  const std::size_t start = wire::begin_frame(out, wire::frame_kind::handshake);
+  persistence::byte_writer w(out);
+  write_handshake(w, h);
+  wire::end_frame(out, start);
+  writing_ = true;
+  stream_->async_write(std::move(out), [self = shared_from_this(), gen](std::error_code ec) {
+    if (gen != self->generation_) return;
+    self->writing_ = false;
+    if (ec) self->drop_stream("handshake write failed: " + ec.message(), true);
+  });
+}
+
+void peer::on_frame(const wire::frame_view& f) {
+  heard_from();
+  persistence::byte_reader r(f.payload);
+  try {
+    switch (f.kind) {
+      case wire::frame_kind::handshake_accept: {
+        if (state_ != state::handshaking) return;
+        node_id id = read_node_id(r);
+        observed(id);
+        state_ = state::up;
+        backoff_ = core_->options().reconnect_backoff_min;
+        {
+          std::lock_guard lock(mutex_);
+          connected_ = true;
+          unreachable_ = false;
+        }
+        spdlog::debug("remote: connected to {}", to_string(id));
+        flush();
+        return;
+      }
+      case wire::frame_kind::handshake_refuse: {
+        std::string reason = read_string(r);
+        core_->counters.refused.fetch_add(1, std::memory_order_relaxed);
+        spdlog::error("remote: node {} refused our handshake: {}", to_string(address_), reason);
+        drop_stream("handshake refused: " + reason, true);
+        return;
+      }
+      case wire::frame_kind::heartbeat_ack:
+        return;
+      default:
+        drop_stream("unexpected frame on an outbound connection", false);
+        return;
+    }
+  } catch (const std::exception& ex) {
+    core_->counters.frames_refused.fetch_add(1, std::memory_order_relaxed);
+    drop_stream(std::string("malformed frame: ") + ex.what(), false);
+  }
+}
+
+void peer::drop_stream(const std::string& why, bool unreachable) {
+  if (state_ == state::closed) return;
+  const bool was_up = state_ == state::up;
+  ++generation_;
+  if (stream_) {
+    stream_->close();
+    stream_.reset();
+  }
+  writing_ = false;
+  control_.clear();  // watches are re-sent below if still wanted
+  {
+    std::lock_guard lock(mutex_);
+    connected_ = false;
+  }
+  spdlog::info("remote: connection to {} dropped: {}", to_string(address_), why);
+  if (unreachable || !was_up) {
+    // Never got through: the peer counts as unreachable for asks until a handshake succeeds.
+    std::lock_guard lock(mutex_);
+    unreachable_ = true;
+  }
+  if (unreachable && (!watches_.empty() || !asks_.empty())) {
+    lost(errc::node_unreachable, "node " + to_string(address_) + " is unreachable: " + why);
+  }
+  schedule_reconnect();
+}
+
+void peer::schedule_reconnect() {
+  bool pending = false;
+  {
+    std::lock_guard lock(mutex_);
+    pending = !queue_.empty();
+  }
+  if (!pending && watches_.empty()) {
+    state_ = state::idle;
+    return;
+  }
+  state_ = state::backoff;
+  if (!reconnect_timer_) reconnect_timer_ = std::make_unique<boost::asio::steady_timer>(core_->io());
+  reconnect_timer_->expires_after(backoff_);
+  backoff_ = std::min(backoff_ * 2, core_->options().reconnect_backoff_max);
+  reconnect_timer_->async_wait([self = shared_from_this()](std::error_code ec) {
+    if (ec || self->state_ != state::backoff) return;
+    self->connect();
+  });
+}
+
+void peer::tick(clock_type::time_point now) {
+  const auto& opts = core_->options();
+  if (state_ == state::handshaking && now - state_since_ > opts.handshake_timeout) {
+    drop_stream("no handshake answer within " + std::to_string(opts.handshake_timeout.count()) +
+                    " ms",
+                true);
+    return;
+  }
+  if (state_ != state::up) return;
+  if (now - last_heard_ > opts.unreachable_after) {
+    drop_stream("silent for " + std::to_string(opts.unreachable_after.count()) + " ms", true);
+    return;
+  }
+  const std::size_t start = wire::begin_frame(control_, wire::frame_kind::heartbeat);
+  wire::end_frame(control_, start);
+  if (!writing_) flush();
+  // Asks whose reply came (or timed out) need no tracking any more.
+  std::erase_if(asks_, [](const auto& a) { return a->is_terminated(); });
+}
+
+void peer::observed(const node_id& id) {
+  const auto before = incarnation_.exchange(id.incarnation, std::memory_order_acq_rel);
+  if (before != 0 && before != id.incarnation) {
+    lost(errc::node_restarted,
+         "node " + to_string(address_) + " restarted (incarnation " + std::to_string(before) +
+             " -> " + std::to_string(id.incarnation) + ")");
+    for (auto& [id2, t] : targets_) t->mark_terminated();
+    targets_.clear();
+  }
+}
+
+// -- what depends on the peer -----------------------------------------------------------
+
+void peer::lost(errc why, const std::string& reason) {
+  core_->counters.peers_lost.fetch_add(1, std::memory_order_relaxed);
+  spdlog::warn("remote: {}", reason);
+  auto code = make_error_code(why);
+  for (auto& ask : asks_) {
+    if (!ask->is_terminated()) ask->notify_undelivered(code, reason);
+  }
+  asks_.clear();
+  auto watches = std::move(watches_);
+  watches_.clear();
+  watch_keys_.clear();
+  for (auto& [key, w] : watches) {
+    if (why == errc::node_restarted && w.watchee->incarnation() != 0) w.watchee->mark_terminated();
+    for (auto& watcher : w.watchers) watcher->send_system(new terminated_message(w.watchee));
+  }
+  for (auto& [key, local] : local_watches_) {
+    local.first->send_system(new troupe::detail::unwatch_message(local.second));
+  }
+  local_watches_.clear();
+  // Asks still queued fail now rather than at their timeout.
+  std::vector<outgoing> keep;
+  std::vector<outgoing> failed;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& item : queue_) {
+      bool ask = item.message->sender && item.message->sender->path().starts_with("/temp/");
+      (ask || why == errc::node_restarted ? failed : keep).push_back(std::move(item));
+    }
+    queue_.swap(keep);
+  }
+  for (auto& item : failed) dead_letter(item, code, reason);
+}
+
+void peer::watch(intrusive_ptr<remote_target> watchee, intrusive_ptr<actor_target> watcher) {
+  if (state_ == state::closed || watchee->is_terminated()) {
+    watcher->send_system(new terminated_message(std::move(watchee)));
+    return;
+  }
+  auto [it, fresh] = watch_keys_.try_emplace(watchee.get(), next_watch_key_);
+  if (fresh) {
+    ++next_watch_key_;
+    auto spec = watchee->spec();
+    watches_[it->second] = remote_watch{watchee, {}};
+    send_system_frame(system_kind::watch, it->second, &spec, nullptr);
+  }
+  auto& watchers = watches_[it->second].watchers;
+  for (auto& w : watchers) {
+    if (w == watcher) return;
+  }
+  watchers.push_back(std::move(watcher));
+}
+
+void peer::unwatch(remote_target* watchee, actor_target* watcher) {
+  auto k = watch_keys_.find(watchee);
+  if (k == watch_keys_.end()) return;
+  auto& watchers = watches_[k->second].watchers;
+  std::erase_if(watchers, [&](const auto& w) { return w.get() == watcher; });
+  if (watchers.empty()) {
+    send_system_frame(system_kind::unwatch, k->second, nullptr, nullptr);
+    watches_.erase(k->second);
+    watch_keys_.erase(k);
+  }
+}
+
+void peer::on_terminated(std::uint64_t key) {
+  auto it = watches_.find(key);
+  if (it == watches_.end()) return;
+  auto w = std::move(it->second);
+  watches_.erase(it);
+  watch_keys_.erase(w.watchee.get());
+  w.watchee->mark_terminated();
+  for (auto& watcher : w.watchers) watcher->send_system(new terminated_message(w.watchee));
+}
+
+namespace {
+/// Stands in for a peer's watcher on a local actor: when the actor stops, tells the peer.
+class watch_proxy final : public actor_target {
+ public:
+  watch_proxy(std::shared_ptr<peer> p, std::uint64_t key) : peer_(std::move(p)), key_(key) {}
+  void enqueue(envelope_base* e) noexcept override { delete e; }
+  void enqueue_any(envelope_base* e) noexcept override { delete e; }
+  void send_system(system_message* m) noexcept override {
+    if (dynamic_cast<terminated_message*>(m) != nullptr && !peer_->core().closed()) {
+      boost::asio::post(peer_->core().io(), [p = peer_, key = key_] {
+        p->unwatch_local(key);
+        p->send_system_frame(system_kind::terminated, key, nullptr, nullptr);
+      });
+    }
+    delete m;
+  }
+  [[nodiscard]] std::string path() const override {
+    return "troupe://" + to_string(peer_->address()) + "/remote-watcher";
+  }
+  [[nodiscard]] troupe::detail::system_impl* owner() const noexcept override {
+    return peer_->core().anchor()->owner();
+  }
+  [[nodiscard]] bool is_terminated() const noexcept override { return false; }
+
+ private:
+  std::shared_ptr<peer> peer_;
+  std::uint64_t key_;
+};
+}  // namespace
+
+void peer::watch_local(std::uint64_t key, const recipient_spec& spec) {
+  auto target = core_->resolve(spec);
+  if (!target) {
+    send_system_frame(system_kind::terminated, key, nullptr, nullptr);
+    return;
+  }
+  auto proxy = intrusive_ptr<actor_target>(new watch_proxy(shared_from_this(), key),
+                                           troupe::detail::adopt);
+  local_watches_[key] = {target, proxy};
+  target->send_system(new troupe::detail::watch_message(proxy));
+}
+
+void peer::unwatch_local(std::uint64_t key) {
+  auto it = local_watches_.find(key);
+  if (it == local_watches_.end()) return;
+  it->second.first->send_system(new troupe::detail::unwatch_message(it->second.second));
+  local_watches_.erase(it);
+}
+
+intrusive_ptr<remote_target> peer::target_for(std::uint64_t incarnation, std::uint64_t export_id,
+                                              const std::string& path, bool temporary) {
+  auto make = [&] {
+    return intrusive_ptr<remote_target>(
+        new remote_target(shared_from_this(), incarnation, export_id, path, temporary),
+        troupe::detail::adopt);
+  };
+  if (temporary || export_id == 0) return make();
+  auto& slot = targets_[export_id];
+  if (!slot || slot->incarnation() != incarnation) slot = make();
+  return slot;
+}
+
+void peer::close() {
+  ++generation_;
+  state_ = state::closed;
+  if (stream_) stream_->close();
+  stream_.reset();
+  if (reconnect_timer_) reconnect_timer_->cancel();
+  reconnect_timer_.reset();
+  lost(errc::node_unreachable, "the remoting of this node shut down");
+  std::vector<outgoing> rest;
+  {
+    std::lock_guard lock(mutex_);
+    rest.swap(queue_);
+    connected_ = false;
+  }
+  for (auto& item : rest) dead_letter(item, make_error_code(errc::node_unreachable), "the remoting is shut down");
+  targets_.clear();
+}
+
+}  // namespace troupe::cluster::detail
