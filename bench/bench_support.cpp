@@ -404,8 +404,12 @@ void driver::print_json(const bench_case& c, outcome& out,
     const double m = median(extras[k]);
     out.extras.emplace_back(extra_names[k], m);
     json += "," + json_string(extra_names[k]) + ":" + json_number(m);
-    if (extra_names[k] == "p50_lateness_us") top_level += ",\"p50_us\":" + json_number(m);
-    if (extra_names[k] == "p99_lateness_us") top_level += ",\"p99_us\":" + json_number(m);
+    if (extra_names[k] == "p50_lateness_us" || extra_names[k] == "p50_us") {
+      top_level += ",\"p50_us\":" + json_number(m);
+    }
+    if (extra_names[k] == "p99_lateness_us" || extra_names[k] == "p99_us") {
+      top_level += ",\"p99_us\":" + json_number(m);
+    }
   }
   json += "}" + top_level + "}";
   std::printf("%s\n", json.c_str());
@@ -430,8 +434,8 @@ void driver::print_table() const {
   std::printf(row, "case", "median", uw, "unit", "min", "max", tw, "target", "");
   for (const auto& o : outcomes_) {
     if (!o.error.empty()) {
-      std::printf(row, o.c->name.c_str(), "FAILED", uw, o.c->unit.c_str(), "-", "-", tw,
-                  o.c->target.c_str(), o.error.c_str());
+      std::printf(row, (o.c->label.empty() ? o.c->name : o.c->label).c_str(), "FAILED", uw,
+                  o.c->unit.c_str(), "-", "-", tw, o.c->target.c_str(), o.error.c_str());
       continue;
     }
     const auto [lo, hi] = std::minmax_element(o.runs.begin(), o.runs.end());
@@ -440,7 +444,12 @@ void driver::print_table() const {
     if (const double p50 = extra(o, "p50_lateness_us"); std::isfinite(p50)) {
       note = "lateness p50 " + micros(p50) + ", p99 " + micros(extra(o, "p99_lateness_us"));
     }
-    std::printf(row, o.c->name.c_str(), human(o.value).c_str(), uw, o.c->unit.c_str(),
+    if (const double p50 = extra(o, "p50_us"); std::isfinite(p50)) {
+      note += (note.empty() ? "" : "; ") + std::string("p50 ") + micros(p50) + ", p99 " +
+              micros(extra(o, "p99_us"));
+    }
+    const std::string& name = o.c->label.empty() ? o.c->name : o.c->label;
+    std::printf(row, name.c_str(), human(o.value).c_str(), uw, o.c->unit.c_str(),
                 human(*lo).c_str(), human(*hi).c_str(), tw,
                 o.c->target.empty() ? "-" : o.c->target.c_str(), note.c_str());
   }

@@ -4,7 +4,8 @@ namespace troupe::cluster {
 
 void message_registry::insert(std::type_index type, entry e) {
   if (e.manifest.type_name.empty() || e.manifest.version == 0) {
-    throw cluster_error(errc::unknown_manifest, "a message manifest needs a name and a version >= 1");
+    throw cluster_error(errc::unknown_manifest,
+                        "a message manifest needs a name and a version >= 1");
   }
   auto key = std::make_pair(e.manifest.type_name, e.manifest.version);
   if (by_type_.contains(type)) {
@@ -12,8 +13,9 @@ void message_registry::insert(std::type_index type, entry e) {
                                                     key.first + "' v" + std::to_string(key.second));
   }
   if (by_manifest_.contains(key)) {
-    throw cluster_error(errc::unknown_manifest,
-                        "manifest '" + key.first + "' v" + std::to_string(key.second) + " registered twice");
+    throw cluster_error(
+        errc::unknown_manifest,
+        "manifest '" + key.first + "' v" + std::to_string(key.second) + " registered twice");
   }
   auto shared = std::make_shared<const entry>(std::move(e));
   by_type_.emplace(type, shared);

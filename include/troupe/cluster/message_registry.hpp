@@ -61,7 +61,8 @@ class message_registry {
   void insert(std::type_index type, entry e);
 
   std::unordered_map<std::type_index, std::shared_ptr<const entry>> by_type_;
-  std::map<std::pair<std::string, std::uint32_t>, std::shared_ptr<const entry>, std::less<>> by_manifest_;
+  std::map<std::pair<std::string, std::uint32_t>, std::shared_ptr<const entry>, std::less<>>
+      by_manifest_;
 };
 
 }  // namespace troupe::cluster

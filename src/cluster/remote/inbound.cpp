@@ -1,6 +1,6 @@
-#include "node_core.hpp"
+#include <troupe/core/actor.hpp>
 
-#include <spdlog/spdlog.h>
+#include "node_core.hpp"
 
 namespace troupe::cluster::detail {
 
@@ -15,15 +15,17 @@ void inbound::start() {
   handshake_timer_->async_wait([weak = weak_from_this()](std::error_code ec) {
     auto self = weak.lock();
     if (ec || !self || self->peer_) return;
-    spdlog::warn("remote: no handshake from {} within {} ms, closing", self->stream_->describe(),
-                 self->core_.options().handshake_timeout.count());
+    troupe::logger()->warn("remote: no handshake from {} within {} ms, closing",
+                           self->stream_->describe(),
+                           self->core_.options().handshake_timeout.count());
     self->close();
   });
-  stream_->start([self = shared_from_this()](std::span<const std::byte> bytes) { self->on_data(bytes); },
-                 [self = shared_from_this()](std::error_code /*ec*/) {
-                   self->closing_ = true;
-                   if (self->handshake_timer_) self->handshake_timer_->cancel();
-                 });
+  stream_->start(
+      [self = shared_from_this()](std::span<const std::byte> bytes) { self->on_data(bytes); },
+      [self = shared_from_this()](std::error_code /*ec*/) {
+        self->closing_ = true;
+        if (self->handshake_timer_) self->handshake_timer_->cancel();
+      });
 }
 
 void inbound::on_data(std::span<const std::byte> bytes) {
@@ -32,8 +34,8 @@ void inbound::on_data(std::span<const std::byte> bytes) {
         if (!closing_) on_frame(f);
       })) {
     core_.counters.frames_refused.fetch_add(1, std::memory_order_relaxed);
-    spdlog::warn("remote: closing the connection from {}: {}",
-                 peer_ ? to_string(from_) : stream_->describe(), decoder_.error());
+    troupe::logger()->warn("remote: closing the connection from {}: {}",
+                           peer_ ? to_string(from_) : stream_->describe(), decoder_.error());
     closing_ = true;
     close();
   }
@@ -59,7 +61,8 @@ void inbound::on_frame(const wire::frame_view& f) {
         on_system(r);
       } catch (const std::exception& ex) {
         core_.counters.undecodable.fetch_add(1, std::memory_order_relaxed);
-        spdlog::warn("remote: malformed system frame from {}: {}", to_string(from_), ex.what());
+        troupe::logger()->warn("remote: malformed system frame from {}: {}", to_string(from_),
+                               ex.what());
       }
       return;
     case wire::frame_kind::heartbeat:
@@ -67,8 +70,8 @@ void inbound::on_frame(const wire::frame_view& f) {
       return;
     default:
       core_.counters.frames_refused.fetch_add(1, std::memory_order_relaxed);
-      spdlog::warn("remote: unexpected frame kind {} from {}, closing",
-                   static_cast<unsigned>(f.kind), to_string(from_));
+      troupe::logger()->warn("remote: unexpected frame kind {} from {}, closing",
+                             static_cast<unsigned>(f.kind), to_string(from_));
       closing_ = true;
       close();
       return;
@@ -96,7 +99,8 @@ void inbound::on_handshake(const wire::frame_view& f) {
     return;
   }
   if (h.to.port != self.address.port ||
-      (h.to.host != self.address.host && self.address.host != "0.0.0.0" && self.address.host != "::")) {
+      (h.to.host != self.address.host && self.address.host != "0.0.0.0" &&
+       self.address.host != "::")) {
     refuse("addressed to " + to_string(h.to) + ", but this node is " + to_string(self.address));
     return;
   }
@@ -113,12 +117,13 @@ void inbound::on_handshake(const wire::frame_view& f) {
     persistence::byte_writer w(out);
     write_node_id(w, self);
   });
-  spdlog::debug("remote: accepted {} from {}", to_string(h.from), stream_->describe());
+  troupe::logger()->debug("remote: accepted {} from {}", to_string(h.from), stream_->describe());
 }
 
 void inbound::refuse(const std::string& reason) {
   core_.counters.refused.fetch_add(1, std::memory_order_relaxed);
-  spdlog::error("remote: refusing the connection from {}: {}", stream_->describe(), reason);
+  troupe::logger()->error("remote: refusing the connection from {}: {}", stream_->describe(),
+                          reason);
   reply(wire::frame_kind::handshake_refuse, [&](byte_buffer& out) {
     persistence::byte_writer w(out);
     write_string(w, reason);
@@ -157,9 +162,11 @@ actor_target* inbound::resolve_recipient(byte_reader& r, std::string& described)
   }
   const auto slot = static_cast<std::size_t>(v >> 1U);
   if ((v & 1U) != 0) {
-    if (slot != recipient_names_.size() + 1 || slot > 1'000'000) r.fail("recipient slot out of order");
+    if (slot != recipient_names_.size() + 1 || slot > 1'000'000)
+      r.fail("recipient slot out of order");
     auto spec = read_spec(r);
-    recipient_names_.push_back(spec.export_id != 0 ? "#" + std::to_string(spec.export_id) : spec.path);
+    recipient_names_.push_back(spec.export_id != 0 ? "#" + std::to_string(spec.export_id)
+                                                   : spec.path);
     recipients_.resize(recipient_names_.size() + 1);  // index 0 is scratch for one-off specs
     recipients_[slot] = core_.resolve(spec);
   } else if (slot == 0 || slot > recipient_names_.size()) {
@@ -188,7 +195,8 @@ void inbound::on_message(byte_reader& r) {
       auto name = read_string(r);
       auto version = r.read_varint();
       if (version > UINT32_MAX) r.fail("manifest version out of range");
-      manifests_.push_back(core_.options().registry->find(name, static_cast<std::uint32_t>(version)));
+      manifests_.push_back(
+          core_.options().registry->find(name, static_cast<std::uint32_t>(version)));
       manifest_names_.push_back("'" + name + "' v" + std::to_string(version));
     } else if (mslot == 0 || mslot > manifests_.size()) {
       r.fail("unknown manifest slot");
@@ -211,16 +219,16 @@ void inbound::on_message(byte_reader& r) {
     std::string reason = "undecodable message from node " + to_string(from_) + " for " +
                          (recipient_name.empty() ? "<unknown recipient>" : recipient_name) + ": " +
                          ex.what();
-    spdlog::warn("remote: {}", reason);
+    troupe::logger()->warn("remote: {}", reason);
     if (sender) sender->notify_undelivered(make_error_code(errc::decode_error), reason);
     if (!recipients_.empty()) recipients_[0].reset();
     return;
   }
   e->sender = std::move(sender);
   if (recipient == nullptr) {
-    core_.dead_letters().publish(e, recipient_name, make_error_code(troupe::errc::recipient_terminated),
-                                 "no actor at " + recipient_name + " on this node (sent by " +
-                                     to_string(from_) + ")");
+    core_.dead_letters().publish(
+        e, recipient_name, make_error_code(troupe::errc::recipient_terminated),
+        "no actor at " + recipient_name + " on this node (sent by " + to_string(from_) + ")");
   } else {
     recipient->enqueue_any(e);
   }

@@ -1,7 +1,8 @@
 #include "node_core.hpp"
 
+#include <troupe/core/actor.hpp>
+
 #include <boost/asio/post.hpp>
-#include <spdlog/spdlog.h>
 
 #include <future>
 #include <random>
@@ -27,7 +28,8 @@ std::uint64_t random_incarnation() {
 node_core::node_core(actor_system& system, remote_options options)
     : system_(system), options_(std::move(options)) {
   if (!options_.registry) throw cluster_error(errc::invalid_address, "remote_options: no registry");
-  if (!options_.transport) throw cluster_error(errc::invalid_address, "remote_options: no transport");
+  if (!options_.transport)
+    throw cluster_error(errc::invalid_address, "remote_options: no transport");
   self_.incarnation = random_incarnation();
 }
 
@@ -36,19 +38,20 @@ void node_core::start() {
   io_ = std::make_unique<boost::asio::io_context>(1);
   transport_ = options_.transport(io_->get_executor());
   // Listen on the I/O thread's executor before it runs: nothing races yet.
-  self_.address = transport_->listen(options_.bind, [self = weak_from_this()](std::shared_ptr<stream> s) {
-    if (auto core = self.lock()) core->accept(std::move(s));
-  });
+  self_.address =
+      transport_->listen(options_.bind, [self = weak_from_this()](std::shared_ptr<stream> s) {
+        if (auto core = self.lock()) core->accept(std::move(s));
+      });
   tick_timer_.emplace(*io_);
   schedule_tick();
   thread_ = std::thread([this] {
     try {
       io_->run();
     } catch (const std::exception& ex) {
-      spdlog::critical("remote: I/O thread failed: {}", ex.what());
+      troupe::logger()->critical("remote: I/O thread failed: {}", ex.what());
     }
   });
-  spdlog::info("remote: node {} listening", to_string(self_));
+  troupe::logger()->info("remote: node {} listening", to_string(self_));
 }
 
 void node_core::shutdown() {
@@ -167,8 +170,9 @@ void node_core::accept(std::shared_ptr<stream> s) {
 
 remote_stats node_core::stats() const {
   auto get = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  return remote_stats{get(counters.sent),         get(counters.received),    get(counters.frames_refused),
-                      get(counters.undecodable),  get(counters.overflows),   get(counters.refused),
+  return remote_stats{get(counters.sent),           get(counters.received),
+                      get(counters.frames_refused), get(counters.undecodable),
+                      get(counters.overflows),      get(counters.refused),
                       get(counters.peers_lost)};
 }
 

@@ -7,12 +7,12 @@
 /// and receives on the streams peers opened to it (inbound). So the messages of one sender to
 /// one recipient travel one stream, in order.
 
-#include "protocol.hpp"
-
 #include <troupe/cluster/remote_node.hpp>
 #include <troupe/cluster/wire/frame.hpp>
 #include <troupe/core/dead_letters.hpp>
 #include <troupe/core/detail/system_messages.hpp>
+
+#include "protocol.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -166,6 +166,8 @@ class peer : public std::enable_shared_from_this<peer> {
   byte_buffer spare_;
   std::uint64_t next_slot_ = 1;
   std::unordered_map<const message_registry::entry*, std::uint64_t> manifest_slots_;
+  const std::type_info* last_type_ = nullptr;
+  const message_registry::entry* last_entry_ = nullptr;
   clock_type::time_point last_heard_{};
   clock_type::time_point state_since_{};
   std::chrono::milliseconds backoff_{0};
@@ -281,8 +283,8 @@ class node_core : public std::enable_shared_from_this<node_core> {
 /// be written and read (ref_codec.hpp).
 struct codec_scope {
   node_core* core;
-  peer* to;               // encoding: the destination
-  const node_id* from;    // decoding: the node that wrote the message
+  peer* to;             // encoding: the destination
+  const node_id* from;  // decoding: the node that wrote the message
   codec_scope(node_core* c, peer* t, const node_id* f);
   ~codec_scope();
   codec_scope(const codec_scope&) = delete;

@@ -1,7 +1,8 @@
+#include <troupe/core/actor.hpp>
+
 #include "node_core.hpp"
 
 #include <boost/asio/post.hpp>
-#include <spdlog/spdlog.h>
 
 namespace troupe::cluster::detail {
 
@@ -40,8 +41,8 @@ void peer::push(envelope_base* e, intrusive_ptr<remote_target> to) noexcept {
       } else {
         core_->counters.overflows.fetch_add(1, std::memory_order_relaxed);
         dead_letter(item, make_error_code(errc::peer_queue_full),
-                    "queue for node " + to_string(address_) + " is full (" +
-                        std::to_string(limit) + " messages)");
+                    "queue for node " + to_string(address_) + " is full (" + std::to_string(limit) +
+                        " messages)");
       }
       return;
     }
@@ -86,7 +87,13 @@ void peer::flush() {
 
 void peer::encode(outgoing& item, byte_buffer& out) {
   envelope_base* e = item.message;
-  const auto* entry = core_->options().registry->find(e->type());
+  // Most batches carry one or two types: skip the registry's hash for a repeat.
+  const std::type_info& type = e->type();
+  if (last_type_ == nullptr || *last_type_ != type) {
+    last_type_ = &type;
+    last_entry_ = core_->options().registry->find(type);
+  }
+  const auto* entry = last_entry_;
   if (entry == nullptr) {
     dead_letter(item, make_error_code(errc::unknown_manifest),
                 "no manifest registered for " + e->describe() + " (message_registry::add)");
@@ -137,15 +144,16 @@ void peer::encode(outgoing& item, byte_buffer& out) {
 
 void peer::write(byte_buffer bytes) {
   writing_ = true;
-  stream_->async_write(std::move(bytes), [self = shared_from_this(), gen = generation_](std::error_code ec) {
-    if (gen != self->generation_) return;
-    self->writing_ = false;
-    if (ec) {
-      self->drop_stream("write failed: " + ec.message(), false);
-      return;
-    }
-    self->flush();
-  });
+  stream_->async_write(std::move(bytes),
+                       [self = shared_from_this(), gen = generation_](std::error_code ec) {
+                         if (gen != self->generation_) return;
+                         self->writing_ = false;
+                         if (ec) {
+                           self->drop_stream("write failed: " + ec.message(), false);
+                           return;
+                         }
+                         self->flush();
+                       });
 }
 
 void peer::send_system_frame(system_kind kind, std::uint64_t key, const recipient_spec* spec,
@@ -165,19 +173,18 @@ void peer::connect() {
   state_ = state::connecting;
   state_since_ = clock_type::now();
   ++generation_;
-  core_->net().connect(
-      address_, [self = shared_from_this(), gen = generation_](std::error_code ec,
-                                                               std::shared_ptr<stream> s) {
-        if (gen != self->generation_ || self->state_ != state::connecting) {
-          if (s) s->close();
-          return;
-        }
-        if (ec) {
-          self->drop_stream("connect failed: " + ec.message(), true);
-          return;
-        }
-        self->on_stream(std::move(s));
-      });
+  core_->net().connect(address_, [self = shared_from_this(), gen = generation_](
+                                     std::error_code ec, std::shared_ptr<stream> s) {
+    if (gen != self->generation_ || self->state_ != state::connecting) {
+      if (s) s->close();
+      return;
+    }
+    if (ec) {
+      self->drop_stream("connect failed: " + ec.message(), true);
+      return;
+    }
+    self->on_stream(std::move(s));
+  });
 }
 
 void peer::on_stream(std::shared_ptr<stream> s) {
@@ -193,8 +200,8 @@ void peer::on_stream(std::shared_ptr<stream> s) {
         if (gen != self->generation_) return;
         if (!self->decoder_.feed(bytes, [&](const wire::frame_view& f) { self->on_frame(f); })) {
           self->core_->counters.frames_refused.fetch_add(1, std::memory_order_relaxed);
-          spdlog::warn("remote: closing the connection to {}: {}", to_string(self->address_),
-                       self->decoder_.error());
+          troupe::logger()->warn("remote: closing the connection to {}: {}",
+                                 to_string(self->address_), self->decoder_.error());
           self->drop_stream(self->decoder_.error(), false);
         }
       },
@@ -232,14 +239,15 @@ void peer::on_frame(const wire::frame_view& f) {
           connected_ = true;
           unreachable_ = false;
         }
-        spdlog::debug("remote: connected to {}", to_string(id));
+        troupe::logger()->debug("remote: connected to {}", to_string(id));
         flush();
         return;
       }
       case wire::frame_kind::handshake_refuse: {
         std::string reason = read_string(r);
         core_->counters.refused.fetch_add(1, std::memory_order_relaxed);
-        spdlog::error("remote: node {} refused our handshake: {}", to_string(address_), reason);
+        troupe::logger()->error("remote: node {} refused our handshake: {}", to_string(address_),
+                                reason);
         drop_stream("handshake refused: " + reason, true);
         return;
       }
@@ -269,7 +277,7 @@ void peer::drop_stream(const std::string& why, bool unreachable) {
     std::lock_guard lock(mutex_);
     connected_ = false;
   }
-  spdlog::info("remote: connection to {} dropped: {}", to_string(address_), why);
+  troupe::logger()->info("remote: connection to {} dropped: {}", to_string(address_), why);
   if (unreachable || !was_up) {
     // Never got through: the peer counts as unreachable for asks until a handshake succeeds.
     std::lock_guard lock(mutex_);
@@ -292,7 +300,8 @@ void peer::schedule_reconnect() {
     return;
   }
   state_ = state::backoff;
-  if (!reconnect_timer_) reconnect_timer_ = std::make_unique<boost::asio::steady_timer>(core_->io());
+  if (!reconnect_timer_)
+    reconnect_timer_ = std::make_unique<boost::asio::steady_timer>(core_->io());
   reconnect_timer_->expires_after(backoff_);
   backoff_ = std::min(backoff_ * 2, core_->options().reconnect_backoff_max);
   reconnect_timer_->async_wait([self = shared_from_this()](std::error_code ec) {
@@ -304,9 +313,9 @@ void peer::schedule_reconnect() {
 void peer::tick(clock_type::time_point now) {
   const auto& opts = core_->options();
   if (state_ == state::handshaking && now - state_since_ > opts.handshake_timeout) {
-    drop_stream("no handshake answer within " + std::to_string(opts.handshake_timeout.count()) +
-                    " ms",
-                true);
+    drop_stream(
+        "no handshake answer within " + std::to_string(opts.handshake_timeout.count()) + " ms",
+        true);
     return;
   }
   if (state_ != state::up) return;
@@ -324,9 +333,9 @@ void peer::tick(clock_type::time_point now) {
 void peer::observed(const node_id& id) {
   const auto before = incarnation_.exchange(id.incarnation, std::memory_order_acq_rel);
   if (before != 0 && before != id.incarnation) {
-    lost(errc::node_restarted,
-         "node " + to_string(address_) + " restarted (incarnation " + std::to_string(before) +
-             " -> " + std::to_string(id.incarnation) + ")");
+    lost(errc::node_restarted, "node " + to_string(address_) + " restarted (incarnation " +
+                                   std::to_string(before) + " -> " +
+                                   std::to_string(id.incarnation) + ")");
     for (auto& [id2, t] : targets_) t->mark_terminated();
     targets_.clear();
   }
@@ -336,7 +345,7 @@ void peer::observed(const node_id& id) {
 
 void peer::lost(errc why, const std::string& reason) {
   core_->counters.peers_lost.fetch_add(1, std::memory_order_relaxed);
-  spdlog::warn("remote: {}", reason);
+  troupe::logger()->warn("remote: {}", reason);
   auto code = make_error_code(why);
   for (auto& ask : asks_) {
     if (!ask->is_terminated()) ask->notify_undelivered(code, reason);
@@ -444,8 +453,8 @@ void peer::watch_local(std::uint64_t key, const recipient_spec& spec) {
     send_system_frame(system_kind::terminated, key, nullptr, nullptr);
     return;
   }
-  auto proxy = intrusive_ptr<actor_target>(new watch_proxy(shared_from_this(), key),
-                                           troupe::detail::adopt);
+  auto proxy =
+      intrusive_ptr<actor_target>(new watch_proxy(shared_from_this(), key), troupe::detail::adopt);
   local_watches_[key] = {target, proxy};
   target->send_system(new troupe::detail::watch_message(proxy));
 }
@@ -484,7 +493,8 @@ void peer::close() {
     rest.swap(queue_);
     connected_ = false;
   }
-  for (auto& item : rest) dead_letter(item, make_error_code(errc::node_unreachable), "the remoting is shut down");
+  for (auto& item : rest)
+    dead_letter(item, make_error_code(errc::node_unreachable), "the remoting is shut down");
   targets_.clear();
 }
 

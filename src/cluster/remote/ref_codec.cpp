@@ -1,6 +1,6 @@
-#include "node_core.hpp"
-
 #include <troupe/cluster/ref_codec.hpp>
+
+#include "node_core.hpp"
 
 namespace troupe::cluster::detail {
 
@@ -41,7 +41,7 @@ void node_core::encode_ref(persistence::byte_writer& w, actor_target* t, peer* t
     w.write_byte(static_cast<std::byte>(flags));
     auto& owner = remote->target_peer();
     write_node_id(w, node_id{owner.address(), remote->incarnation() != 0 ? remote->incarnation()
-                                                                          : owner.incarnation()});
+                                                                         : owner.incarnation()});
     w.write_varint(remote->export_id());
     write_string(w, remote->actor_path());
     return;

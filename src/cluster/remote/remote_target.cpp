@@ -25,10 +25,9 @@ void remote_target::send_system(system_message* m) noexcept {
     });
   } else if (auto* u = dynamic_cast<troupe::detail::unwatch_message*>(m);
              u != nullptr && !core.closed()) {
-    boost::asio::post(core.io(), [p = peer_, self = intrusive_ptr<remote_target>(this),
-                                  watcher = std::move(u->watcher)] {
-      p->unwatch(self.get(), watcher.get());
-    });
+    boost::asio::post(core.io(),
+                      [p = peer_, self = intrusive_ptr<remote_target>(this),
+                       watcher = std::move(u->watcher)] { p->unwatch(self.get(), watcher.get()); });
   } else if (w != nullptr) {
     w->on_undelivered(*this);  // the node is shut down: the watcher hears at once
   }

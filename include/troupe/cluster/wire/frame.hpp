@@ -55,7 +55,8 @@ void append_frame(byte_buffer& out, frame_kind kind, const std::function<void(by
 std::size_t begin_frame(byte_buffer& out, frame_kind kind);
 /// Patches the length of the frame begun at `start`. Throws cluster_error(errc::bad_frame) if
 /// the payload exceeds `max_payload` (the frame is removed from `out` again).
-void end_frame(byte_buffer& out, std::size_t start, std::size_t max_payload = default_max_frame_size);
+void end_frame(byte_buffer& out, std::size_t start,
+               std::size_t max_payload = default_max_frame_size);
 
 /// Splits a byte stream into frames; keeps a partial frame until the rest arrives.
 class frame_decoder {

@@ -228,6 +228,8 @@ class actor_cell_of : public actor_cell {
   void destroy_instance(actor_base* a) noexcept override { static_cast<A*>(a)->~A(); }
   envelope_base* convert(envelope_base* e) noexcept override {
     using M = typename A::message_type;
+    // Already an M: the handler reads payload() as an M, whatever envelope carries it.
+    if (e->kind == envelope_kind::user && e->type() == typeid(M)) return e;
     try {
       auto m = convert_payload<M>(*e);
       if (!m) return nullptr;

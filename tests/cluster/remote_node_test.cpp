@@ -1,0 +1,234 @@
+// ctest-labels: concurrency
+// Actor refs across nodes, over the in-memory network and over real TCP on 127.0.0.1: tell,
+// ask, refs inside messages and replies, death watch, node loss and restart, bad input.
+#include <troupe/core/actor.hpp>
+#include <troupe/testkit/log_capture.hpp>
+#include <troupe/testkit/test_probe.hpp>
+
+#include "support/two_nodes.hpp"
+
+#include <boost/describe/class.hpp>
+#include <gtest/gtest.h>
+
+#include <future>
+#include <string>
+#include <variant>
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace troupe::cluster;
+using test::net_kind;
+using test::node;
+using troupe::actor_ref;
+using troupe::untyped_ref;
+using troupe::testkit::await_condition;
+using troupe::testkit::dilated;
+using troupe::testkit::test_probe;
+
+struct reply_text {
+  std::string text;
+};
+BOOST_DESCRIBE_STRUCT(reply_text, (), (text))
+
+struct greeting {
+  std::string text;
+};
+BOOST_DESCRIBE_STRUCT(greeting, (), (text))
+
+struct echo_request {
+  std::string text;
+  actor_ref<reply_text> reply_to;
+};
+BOOST_DESCRIBE_STRUCT(echo_request, (), (text, reply_to))
+
+struct numbered {
+  std::uint64_t n = 0;
+};
+BOOST_DESCRIBE_STRUCT(numbered, (), (n))
+
+using echo_msg = std::variant<greeting, echo_request, numbered>;
+
+/// Replies to greetings (to the sender) and echo requests (to the ref inside).
+class echo_actor final : public troupe::actor<echo_msg> {
+  void receive(echo_msg& m) override {
+    std::visit(
+        [this](auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, greeting>) {
+            context().reply(reply_text{"echo " + v.text});
+          } else if constexpr (std::is_same_v<T, echo_request>) {
+            v.reply_to.tell(reply_text{"echo " + v.text});
+          }
+        },
+        m);
+  }
+};
+
+std::shared_ptr<message_registry> registry() {
+  auto r = std::make_shared<message_registry>();
+  r->add<echo_msg>("test.echo_msg").add<reply_text>("test.reply_text");
+  return r;
+}
+
+class remote_node_test : public ::testing::TestWithParam<net_kind> {
+ protected:
+  test::network net{GetParam()};
+};
+
+TEST_P(remote_node_test, tells_an_exposed_actor_on_another_node_in_order) {
+  node a(net, registry());
+  node b(net, registry());
+  test_probe<echo_msg> probe(a.system);
+  a.remote->expose(probe.untyped());
+  auto far = b.remote->ref_to<echo_msg>(a.address(), probe.untyped().path());
+  for (std::uint64_t i = 0; i < 2000; ++i) far.tell(numbered{i});
+  for (std::uint64_t i = 0; i < 2000; ++i) {
+    ASSERT_EQ(probe.expect_message<numbered>().n, i);
+  }
+  EXPECT_EQ(b.remote->stats().messages_sent, 2000U);
+  EXPECT_EQ(a.remote->stats().messages_received, 2000U);
+}
+
+TEST_P(remote_node_test, asks_across_nodes_and_the_reply_comes_back) {
+  node a(net, registry());
+  node b(net, registry());
+  auto echo = a.system.spawn<echo_actor>("echo");
+  a.remote->expose(echo);
+  auto far = b.remote->ref_to<echo_msg>(a.address(), "/user/echo");
+  auto answer = far.ask<reply_text>(greeting{"hi"}, dilated(5s), troupe::use_future);
+  ASSERT_EQ(answer.wait_for(dilated(5s)), std::future_status::ready);
+  EXPECT_EQ(answer.get().text, "echo hi");
+  // Many asks at once, each with its own reply target.
+  std::vector<std::future<reply_text>> many;
+  for (int i = 0; i < 200; ++i) {
+    many.push_back(
+        far.ask<reply_text>(greeting{std::to_string(i)}, dilated(5s), troupe::use_future));
+  }
+  for (int i = 0; i < 200; ++i)
+    EXPECT_EQ(many[static_cast<std::size_t>(i)].get().text, "echo " + std::to_string(i));
+}
+
+TEST_P(remote_node_test, a_ref_inside_a_message_reaches_its_actor_and_comes_home_equal) {
+  node a(net, registry());
+  node b(net, registry());
+  auto echo = a.system.spawn<echo_actor>("echo");
+  a.remote->expose(echo);
+  test_probe<reply_text> replies(b.system, "replies");
+  auto far = b.remote->ref_to<echo_msg>(a.address(), "/user/echo");
+  far.tell(echo_request{"there", replies.ref()});
+  EXPECT_EQ(replies.expect_message().text, "echo there");
+  // The echo's reply carries no sender; ask the probe's own ref back through node a.
+  test_probe<echo_msg> bounce(a.system, "bounce");
+  a.remote->expose(bounce.untyped());
+  b.remote->ref_to<echo_msg>(a.address(), bounce.untyped().path())
+      .tell(echo_request{"x", replies.ref()});
+  auto got = bounce.expect_message<echo_request>();
+  // Sent back to node b, the ref resolves to the very local target it started as.
+  got.reply_to.tell(reply_text{"home"});
+  EXPECT_EQ(replies.expect_message().text, "home");
+  EXPECT_NE(got.reply_to.path().find("troupe://"), std::string::npos);
+}
+
+TEST_P(remote_node_test, death_watch_across_nodes_reports_a_stopped_actor) {
+  node a(net, registry());
+  node b(net, registry());
+  auto echo = a.system.spawn<echo_actor>("echo");
+  a.remote->expose(echo);
+  auto far = b.remote->ref_to<echo_msg>(a.address(), "/user/echo");
+  test_probe<reply_text> watcher(b.system, "watcher");
+  // Make sure the connection is up and the watch placed before stopping the actor.
+  far.tell(echo_request{"up", watcher.ref()});
+  watcher.expect_message();
+  watcher.watch(far);
+  // Whether the watch reaches node a before or after the stop, the watcher hears: a watch of
+  // an actor that is gone is answered with terminated at once.
+  a.system.stop(echo);
+  watcher.expect_terminated(far, 5s);
+  EXPECT_TRUE(far.is_terminated());
+}
+
+TEST_P(remote_node_test, watching_an_unknown_remote_actor_terminates_at_once) {
+  node a(net, registry());
+  node b(net, registry());
+  auto nobody = b.remote->ref_to<echo_msg>(a.address(), "/user/nobody");
+  test_probe<reply_text> watcher(b.system, "watcher");
+  watcher.watch(nobody);
+  watcher.expect_terminated(nobody, 5s);
+}
+
+TEST_P(remote_node_test, a_message_to_an_unknown_actor_fails_the_ask_at_once) {
+  node a(net, registry());
+  node b(net, registry());
+  auto nobody = b.remote->ref_to<echo_msg>(a.address(), "/user/nobody");
+  auto answer = nobody.ask<reply_text>(greeting{"?"}, 30s, troupe::use_future);
+  ASSERT_EQ(answer.wait_for(dilated(5s)), std::future_status::ready) << "should not wait 30 s";
+  EXPECT_THROW(answer.get(), std::system_error);
+  await_condition([&] { return a.system.dead_letters().count() >= 1; }, 3s);
+}
+
+TEST_P(remote_node_test, a_lost_node_terminates_watches_and_fails_pending_asks) {
+  node b(net, registry());
+  auto a = std::make_unique<node>(net, registry());
+  test_probe<echo_msg> silent(a->system, "silent");  // never answers
+  a->remote->expose(silent.untyped());
+  auto far = b.remote->ref_to<echo_msg>(a->address(), silent.untyped().path());
+  test_probe<reply_text> watcher(b.system, "watcher");
+  far.tell(numbered{1});
+  silent.expect_message<numbered>();
+  watcher.watch(far);
+  auto answer = far.ask<reply_text>(greeting{"?"}, 60s, troupe::use_future);
+  silent.expect_message<greeting>();
+  a.reset();  // the node goes away
+  watcher.expect_terminated(far, 10s);
+  ASSERT_EQ(answer.wait_for(dilated(10s)), std::future_status::ready) << "should not wait 60 s";
+  EXPECT_THROW(answer.get(), std::system_error);
+}
+
+TEST_P(remote_node_test, an_unregistered_type_goes_to_dead_letters_and_the_connection_stays_up) {
+  auto partial = std::make_shared<message_registry>();
+  partial->add<reply_text>("test.reply_text");  // no echo_msg here
+  node a(net, partial);
+  node b(net, registry());
+  test_probe<echo_msg> probe(a.system);
+  a.remote->expose(probe.untyped());
+  auto far = b.remote->ref_to<echo_msg>(a.address(), probe.untyped().path());
+  far.tell(numbered{1});
+  await_condition([&] { return a.remote->stats().undecodable == 1; }, 5s);
+  // Still connected: a registered type goes through.
+  test_probe<reply_text> texts(a.system, "texts");
+  a.remote->expose(texts.untyped());
+  b.remote->ref_to<reply_text>(a.address(), texts.untyped().path()).tell(reply_text{"ok"});
+  EXPECT_EQ(texts.expect_message().text, "ok");
+  // And a type the sender cannot serialize is a dead letter on the sender.
+  b.remote->ref_to<int>(a.address(), texts.untyped().path()).tell(7);
+  await_condition([&] { return b.system.dead_letters().count() >= 1; }, 3s);
+}
+
+TEST_P(remote_node_test, a_different_cluster_name_is_refused_with_a_log_line) {
+  troupe::testkit::log_capture logs;
+  node a(net, registry(), remote_options{}.with_cluster_name("alpha"));
+  node b(net, registry(), remote_options{}.with_cluster_name("beta"));
+  test_probe<echo_msg> probe(a.system);
+  a.remote->expose(probe.untyped());
+  b.remote->ref_to<echo_msg>(a.address(), probe.untyped().path()).tell(numbered{1});
+  EXPECT_FALSE(logs.wait_for_line({"refusing", "cluster name 'beta'"}, 5s).empty());
+  EXPECT_FALSE(logs.wait_for_line({"refused our handshake"}, 5s).empty());
+  probe.expect_no_message(200ms);
+}
+
+TEST_P(remote_node_test, messages_for_an_unreachable_node_are_bounded) {
+  node b(net, registry(), remote_options{}.with_max_queued_unconnected(100));
+  node_address nowhere =
+      net.kind() == net_kind::memory ? node_address{"nowhere", 1} : node_address{"127.0.0.1", 1};
+  auto far = b.remote->ref_to<echo_msg>(nowhere, "/user/x");
+  for (int i = 0; i < 300; ++i) far.tell(numbered{1});
+  await_condition([&] { return b.remote->stats().queue_overflows >= 200; }, 5s);
+  EXPECT_GE(b.system.dead_letters().count(), 200U);
+}
+
+INSTANTIATE_TEST_SUITE_P(networks, remote_node_test,
+                         ::testing::Values(net_kind::memory, net_kind::tcp),
+                         [](const auto& info) { return test::name_of(info.param); });
+
+}  // namespace
