@@ -103,6 +103,14 @@ class test_node {
     return n < accepted_.size() ? accepted_[n] : nullptr;
   }
 
+  /// Takes the `n`th accepted stream out of the node, so the test holds the only reference.
+  std::shared_ptr<stream> take_accepted(std::size_t n) {
+    auto s = accepted(n);
+    std::lock_guard lock(mutex_);
+    accepted_[n].reset();
+    return s;
+  }
+
   /// Connects to `peer` and waits for the outcome.
   std::pair<std::error_code, std::shared_ptr<stream>> connect(const node_address& peer) {
     auto result =
@@ -526,6 +534,22 @@ TEST(MemoryNetwork, DestroyingATransportWithDeliveriesPendingIsSafe) {
   p.at_a.reset();
   p.a.destroy_transport();
   EXPECT_EQ(p.at_b->wait_closed(), eof());
+}
+
+TEST(MemoryNetwork, DroppingAStreamWhoseHandlerOwnsTheOtherEndReleasesBoth) {
+  memory_network network(5);
+  test_node a(network, {"a", 1});
+  test_node b(network, {"b", 2});
+  auto [ec, at_b] = b.connect(a.address());
+  ASSERT_FALSE(ec);
+  auto at_a = a.take_accepted(0);
+  // The handlers die when at_a does, and take the last reference to at_b with them, whose
+  // destructor closes the same connection: that must not deadlock.
+  at_a->start([keep = at_b](std::span<const std::byte>) {}, [](std::error_code) {});
+  std::weak_ptr<stream> watch = at_b;
+  at_b.reset();
+  at_a.reset();
+  EXPECT_TRUE(watch.expired());
 }
 
 }  // namespace

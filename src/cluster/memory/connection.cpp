@@ -82,7 +82,7 @@ void connection::write(side s, byte_buffer bytes, stream::done_handler done) {
         // The peer closed and its end-of-stream was lost: the peer answers these bytes with a
         // reset, as a TCP stack answers data for a socket it no longer has.
         result = reset_by_peer();
-        end_locked(s, result, true);
+        (void)end_locked(s, result, true);
       }
     } else if (auto v = self.where.outgoing->next_write(); !v.lost) {
       enqueue_locked(other(s), inbound{clock::now() + v.delay, std::move(bytes)});
@@ -92,13 +92,11 @@ void connection::write(side s, byte_buffer bytes, stream::done_handler done) {
 }
 
 void connection::close(side s, bool notify) {
+  handlers_ptr dropped;  // released after the lock
   std::lock_guard lock(mutex_);
   auto& self = ends_[s];
-  if (self.ended) {
-    if (!notify) self.handlers.reset();
-    return;
-  }
-  end_locked(s, aborted(), notify);
+  if (self.ended) return;
+  dropped = end_locked(s, aborted(), notify);
   auto& peer = ends_[other(s)];
   if (!peer.ended && !self.where.outgoing->blocked()) {
     peer.end_of_stream_coming = true;
@@ -109,20 +107,20 @@ void connection::close(side s, bool notify) {
 void connection::reset() {
   std::lock_guard lock(mutex_);
   for (side s : {connector, acceptor}) {
-    if (!ends_[s].ended) end_locked(s, reset_by_peer(), true);
+    if (!ends_[s].ended) (void)end_locked(s, reset_by_peer(), true);
   }
 }
 
-void connection::end_locked(side s, std::error_code why, bool notify) {
+connection::handlers_ptr connection::end_locked(side s, std::error_code why, bool notify) {
   auto& e = ends_[s];
   e.ended = why;
   e.inbox.clear();
   e.end_of_stream_coming = false;
   auto h = std::move(e.handlers);
   e.handlers.reset();
-  if (notify && h) {
-    boost::asio::post(e.where.executor, [h = std::move(h), why] { h->on_closed(why); });
-  }
+  if (!notify || !h) return h;
+  boost::asio::post(e.where.executor, [h = std::move(h), why] { h->on_closed(why); });
+  return nullptr;
 }
 
 void connection::enqueue_locked(side to, inbound item) {
@@ -157,7 +155,7 @@ void connection::pump(side s) {
     inbound item = std::move(e.inbox.front());
     e.inbox.pop_front();
     if (item.end_of_stream) {
-      end_locked(s, end_of_file(), true);
+      (void)end_locked(s, end_of_file(), true);
       break;
     }
     ends_[other(s)].where.outgoing->count_delivery();
@@ -165,6 +163,7 @@ void connection::pump(side s) {
     auto h = e.handlers;
     lock.unlock();
     h->on_data(item.bytes);
+    h.reset();  // without the lock, for the reason end_locked gives
     lock.lock();
   }
   e.pump_scheduled = false;

@@ -84,8 +84,13 @@ class connection : public std::enable_shared_from_this<connection> {
 
   static side other(side s) noexcept { return s == connector ? acceptor : connector; }
 
+  using handlers_ptr = std::shared_ptr<const handler_pair>;
+
   // All *_locked members need mutex_ held.
-  void end_locked(side s, std::error_code why, bool notify);
+  /// Ends `s` and posts its on_closed, or (notify false) returns its handlers for the caller
+  /// to drop after unlocking: they may own a stream of this very connection, whose destructor
+  /// takes the mutex.
+  [[nodiscard]] handlers_ptr end_locked(side s, std::error_code why, bool notify);
   void enqueue_locked(side to, inbound item);
   void schedule_pump_locked(side s);
   void pump(side s);
