@@ -20,11 +20,17 @@ void inbound::start() {
                            self->core_.options().handshake_timeout.count());
     self->close();
   });
+  // The stream keeps its handlers: they hold us weakly, the node holds us until the end.
   stream_->start(
-      [self = shared_from_this()](std::span<const std::byte> bytes) { self->on_data(bytes); },
-      [self = shared_from_this()](std::error_code /*ec*/) {
+      [weak = weak_from_this()](std::span<const std::byte> bytes) {
+        if (auto self = weak.lock()) self->on_data(bytes);
+      },
+      [weak = weak_from_this()](std::error_code /*ec*/) {
+        auto self = weak.lock();
+        if (!self) return;
         self->closing_ = true;
         if (self->handshake_timer_) self->handshake_timer_->cancel();
+        self->core_.forget(self.get());
       });
 }
 
@@ -157,8 +163,8 @@ actor_target* inbound::resolve_recipient(byte_reader& r, std::string& described)
     described = spec.export_id != 0 ? "export #" + std::to_string(spec.export_id) : spec.path;
     auto t = core_.resolve(spec);
     if (!t) return nullptr;
-    recipients_.push_back(std::move(t));  // kept only for this message (see on_message)
-    return recipients_.back().get();
+    recipients_[0] = std::move(t);  // slot 0 holds a one-off recipient for this message only
+    return recipients_[0].get();
   }
   const auto slot = static_cast<std::size_t>(v >> 1U);
   if ((v & 1U) != 0) {

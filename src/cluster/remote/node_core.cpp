@@ -66,9 +66,7 @@ void node_core::shutdown() {
         for (auto& [a, p] : peers_) peers.push_back(p);
       }
       for (auto& p : peers) p->close();
-      for (auto& w : inbound_) {
-        if (auto in = w.lock()) in->close();
-      }
+      for (auto& in : std::vector(inbound_)) in->close();
       inbound_.clear();
       transport_->shutdown();
       exports_.clear();
@@ -153,7 +151,6 @@ void node_core::schedule_tick() {
     }
     for (auto& p : peers) p->tick(now);
     sweep_exports();
-    std::erase_if(inbound_, [](const auto& w) { return w.expired(); });
     schedule_tick();
   });
 }
@@ -166,6 +163,10 @@ void node_core::accept(std::shared_ptr<stream> s) {
   auto in = std::make_shared<inbound>(*this, std::move(s));
   inbound_.push_back(in);
   in->start();
+}
+
+void node_core::forget(inbound* in) {
+  std::erase_if(inbound_, [in](const auto& p) { return p.get() == in; });
 }
 
 remote_stats node_core::stats() const {

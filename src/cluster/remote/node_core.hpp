@@ -123,7 +123,7 @@ class peer : public std::enable_shared_from_this<peer> {
   /// An ask's reply target exported to this peer: failed at once if the peer is lost.
   void track_ask(intrusive_ptr<actor_target> promise) { asks_.push_back(std::move(promise)); }
   /// The peer is gone (unreachable, restarted, shut down): fail what depends on it.
-  void lost(errc why, const std::string& reason);
+  void lost(errc why, const std::string& reason, bool shutting_down = false);
   /// Closes the stream for good (node shutdown).
   void close();
   /// Remote targets of this peer's actors received in messages, shared so equal refs compare
@@ -247,6 +247,8 @@ class node_core : public std::enable_shared_from_this<node_core> {
   /// A target of a ref read from a message sent by `sender` (the node that wrote it).
   intrusive_ptr<actor_target> decode_ref(persistence::byte_reader& r, const node_id& sender);
   void encode_ref(persistence::byte_writer& w, actor_target* t, peer* to);
+  /// An inbound stream ended.
+  void forget(inbound* in);
 
   struct counters {
     std::atomic<std::uint64_t> sent{0}, received{0}, frames_refused{0}, undecodable{0},
@@ -276,7 +278,7 @@ class node_core : public std::enable_shared_from_this<node_core> {
   std::uint64_t next_export_ = 1;
   boost::unordered_flat_map<std::uint64_t, intrusive_ptr<actor_target>> exports_;
   boost::unordered_flat_map<actor_target*, std::uint64_t> export_ids_;
-  std::vector<std::weak_ptr<inbound>> inbound_;
+  std::vector<std::shared_ptr<inbound>> inbound_;
 };
 
 /// Set while the I/O thread encodes or decodes a message, so that actor refs inside it can

@@ -219,7 +219,11 @@ void peer::on_stream(std::shared_ptr<stream> s) {
   stream_->async_write(std::move(out), [self = shared_from_this(), gen](std::error_code ec) {
     if (gen != self->generation_) return;
     self->writing_ = false;
-    if (ec) self->drop_stream("handshake write failed: " + ec.message(), true);
+    if (ec) {
+      self->drop_stream("handshake write failed: " + ec.message(), true);
+    } else if (self->state_ == state::up) {
+      self->flush();  // the answer came before this completion: send what waits
+    }
   });
 }
 
@@ -295,7 +299,9 @@ void peer::schedule_reconnect() {
     std::lock_guard lock(mutex_);
     pending = !queue_.empty();
   }
-  if (!pending && watches_.empty()) {
+  // Asks waiting for replies need the peer too: failing to reconnect fails them at once.
+  std::erase_if(asks_, [](const auto& a) { return a->is_terminated(); });
+  if (!pending && watches_.empty() && asks_.empty()) {
     state_ = state::idle;
     return;
   }
@@ -343,9 +349,11 @@ void peer::observed(const node_id& id) {
 
 // -- what depends on the peer -----------------------------------------------------------
 
-void peer::lost(errc why, const std::string& reason) {
-  core_->counters.peers_lost.fetch_add(1, std::memory_order_relaxed);
-  troupe::logger()->warn("remote: {}", reason);
+void peer::lost(errc why, const std::string& reason, bool shutting_down) {
+  if (!shutting_down) {
+    core_->counters.peers_lost.fetch_add(1, std::memory_order_relaxed);
+    troupe::logger()->warn("remote: {}", reason);
+  }
   auto code = make_error_code(why);
   for (auto& ask : asks_) {
     if (!ask->is_terminated()) ask->notify_undelivered(code, reason);
@@ -486,7 +494,7 @@ void peer::close() {
   stream_.reset();
   if (reconnect_timer_) reconnect_timer_->cancel();
   reconnect_timer_.reset();
-  lost(errc::node_unreachable, "the remoting of this node shut down");
+  lost(errc::node_unreachable, "the remoting of this node shut down", true);
   std::vector<outgoing> rest;
   {
     std::lock_guard lock(mutex_);
