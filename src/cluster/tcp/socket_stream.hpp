@@ -45,8 +45,14 @@ class socket_stream final : public stream,
   }
 
   void async_write(byte_buffer bytes, done_handler done) override {
-    run_on(executor_, [self = this->shared_from_this(), bytes = std::move(bytes),
-                       done = std::move(done)]() mutable {
+    // The hot path: the node layer writes from the executor's thread. Start the write at once,
+    // without wrapping it in a task or taking another reference.
+    if (running_in_this_thread(executor_)) {
+      write_here(std::move(bytes), std::move(done));
+      return;
+    }
+    boost::asio::post(executor_, [self = this->shared_from_this(), bytes = std::move(bytes),
+                                  done = std::move(done)]() mutable {
       self->write_here(std::move(bytes), std::move(done));
     });
   }
