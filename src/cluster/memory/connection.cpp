@@ -124,11 +124,7 @@ connection::handlers_ptr connection::end_locked(side s, std::error_code why, boo
 }
 
 void connection::enqueue_locked(side to, inbound item) {
-  auto& e = ends_[to];
-  // Never before the write ahead of it: a stream stays in order whatever the delays.
-  item.due = std::max(item.due, e.last_due);
-  e.last_due = item.due;
-  e.inbox.push_back(std::move(item));
+  ends_[to].inbox.push_back(std::move(item));
   schedule_pump_locked(to);
 }
 

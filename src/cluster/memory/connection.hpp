@@ -1,9 +1,9 @@
 #pragma once
 // One in-memory stream: its two ends and the writes travelling between them. Each end has an
 // inbox of writes on their way to it, each with the time it is due; a pump running on that
-// end's executor hands due writes to its read handler in order, and a timer wakes it for the
-// next one. Due times never decrease within an inbox, which keeps a stream in order under
-// random delays while different streams may overtake each other.
+// end's executor hands them to its read handler first in, first out, each no sooner than it is
+// due, and a timer wakes it for the next one. A write thus waits for those ahead of it: a
+// stream stays in order under random delays, while different streams may overtake each other.
 //
 // Ends of a close, as TCP has them: the closer's handler gets operation_aborted at once; the
 // peer reads what was already sent, then eof (the close travels behind the data, and is lost
@@ -74,7 +74,6 @@ class connection : public std::enable_shared_from_this<connection> {
   struct end {
     end_point where;
     std::deque<inbound> inbox;
-    clock::time_point last_due{};
     std::shared_ptr<const handler_pair> handlers;  // set by start() until the end is over
     std::error_code ended;                         // why the end is over; empty while open
     bool started = false;
