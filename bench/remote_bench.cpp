@@ -147,7 +147,7 @@ tc::remote_options node_options(bool tls, const std::string& node_name) {
   tc::tcp_options tcp;
   if (tls) {
     const auto dir = certs_dir();
-    tcp.with_tls(tc::tls_options{dir + "/ca.pem", dir + "/" + node_name + ".pem",
+    tcp.with_tls(tc::tls_options{dir + "/ca.crt", dir + "/" + node_name + ".crt",
                                  dir + "/" + node_name + ".key"});
   }
   return tc::remote_options{}

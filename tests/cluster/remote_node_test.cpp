@@ -246,7 +246,7 @@ TEST_P(remote_node_test, messages_for_an_unreachable_node_are_bounded) {
 }
 
 INSTANTIATE_TEST_SUITE_P(networks, remote_node_test,
-                         ::testing::Values(net_kind::memory, net_kind::tcp),
+                         ::testing::Values(net_kind::memory, net_kind::tcp, net_kind::tls),
                          [](const auto& p) { return test::name_of(p.param); });
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "cluster/support/io_thread.hpp"
 #include "cluster/support/stream_probe.hpp"
+#include "cluster/support/test_certs.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -42,7 +43,10 @@ namespace {
 using namespace std::chrono_literals;
 using test::accept_queue;
 using test::bytes_of;
+using test::cert_file;
+using test::certs;
 using test::connect_and_wait;
+using test::node_files;
 using test::stream_probe;
 using test::text_of;
 using test::write_and_wait;
@@ -56,36 +60,6 @@ std::error_code asio_code(asio::error::basic_errors e) { return boost::system::e
 std::error_code asio_code(asio::error::misc_errors e) { return boost::system::error_code(e); }
 
 // -- certificates -------------------------------------------------------------------------------
-
-/// The files of scripts/make-test-certs.sh, made once per test process in a temporary directory.
-const std::filesystem::path& certs() {
-  static const struct cert_dir {
-    std::filesystem::path path;
-    cert_dir() {
-      std::string pattern =
-          (std::filesystem::temp_directory_path() / "troupe-certs-XXXXXX").string();
-      if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-      path = pattern;
-      const std::string command =
-          std::string("'") + TROUPE_MAKE_TEST_CERTS + "' '" + path.string() + "'";
-      if (std::system(command.c_str()) != 0) {
-        throw std::runtime_error("scripts/make-test-certs.sh failed");
-      }
-    }
-    ~cert_dir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  } dir;
-  return dir.path;
-}
-
-std::string cert_file(const std::string& name) { return (certs() / name).string(); }
-
-/// The files of a node: its certificate and key, trusting `ca`.
-tls_options node_files(const std::string& node, const std::string& ca = "ca") {
-  return {cert_file(ca + ".crt"), cert_file(node + ".crt"), cert_file(node + ".key")};
-}
 
 // -- peers --------------------------------------------------------------------------------------
 

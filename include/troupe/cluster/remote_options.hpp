@@ -63,6 +63,10 @@ struct remote_options {
     max_frame_size = n;
     return *this;
   }
+  remote_options& with_max_queued_connected(std::size_t n) {
+    max_queued_connected = n;
+    return *this;
+  }
   remote_options& with_max_queued_unconnected(std::size_t n) {
     max_queued_unconnected = n;
     return *this;

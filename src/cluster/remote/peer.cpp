@@ -376,8 +376,13 @@ void peer::lost(errc why, const std::string& reason, bool shutting_down) {
   {
     std::lock_guard lock(mutex_);
     for (auto& item : queue_) {
-      bool ask = item.message->sender && item.message->sender->path().starts_with("/temp/");
-      (ask || why == errc::node_restarted ? failed : keep).push_back(std::move(item));
+      // Unreachable: asks fail, tells wait for a reconnect. Restarted: what was bound to the
+      // old incarnation fails, what is addressed by path goes to the new one.
+      const bool fail =
+          why == errc::node_restarted
+              ? item.to->incarnation() != 0 && item.to->incarnation() != incarnation()
+              : item.message->sender && item.message->sender->path().starts_with("/temp/");
+      (fail ? failed : keep).push_back(std::move(item));
     }
     queue_.swap(keep);
   }

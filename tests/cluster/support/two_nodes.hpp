@@ -7,14 +7,18 @@
 #include <troupe/cluster/tcp_transport.hpp>
 #include <troupe/core/actor_system.hpp>
 
+#include "test_certs.hpp"
+
 #include <memory>
 #include <string>
 
 namespace troupe::cluster::test {
 
-enum class net_kind { memory, tcp };
+enum class net_kind { memory, tcp, tls };
 
-inline std::string name_of(net_kind k) { return k == net_kind::memory ? "memory" : "tcp"; }
+inline std::string name_of(net_kind k) {
+  return k == net_kind::memory ? "memory" : k == net_kind::tcp ? "tcp" : "tls";
+}
 
 /// Creates nodes on one network.
 class network {
@@ -26,8 +30,10 @@ class network {
     if (kind_ == net_kind::memory) {
       return [net = memory_](boost::asio::any_io_executor ex) { return net->make_transport(ex); };
     }
-    return [](boost::asio::any_io_executor ex) {
-      return std::make_shared<tcp_transport>(ex, tcp_options{});
+    tcp_options options;
+    if (kind_ == net_kind::tls) options.with_tls(node_files("node-a"));
+    return [options](boost::asio::any_io_executor ex) {
+      return std::make_shared<tcp_transport>(ex, options);
     };
   }
 

@@ -1,0 +1,146 @@
+// ctest-labels: concurrency
+// The remoting under faults, on the in-memory network: partitions noticed by heartbeats, lost
+// writes (at most once, never out of order), a node restarting with a new incarnation, and an
+// oversized frame that closes one connection and no other.
+#include <troupe/core/actor.hpp>
+#include <troupe/testkit/test_probe.hpp>
+
+#include "support/two_nodes.hpp"
+
+#include <boost/describe/class.hpp>
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <variant>
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace troupe::cluster;
+using test::net_kind;
+using test::node;
+using troupe::actor_ref;
+using troupe::testkit::await_condition;
+using troupe::testkit::test_probe;
+
+struct item {
+  std::uint64_t n = 0;
+  std::string padding;
+};
+BOOST_DESCRIBE_STRUCT(item, (), (n, padding))
+
+std::shared_ptr<message_registry> registry() {
+  auto r = std::make_shared<message_registry>();
+  r->add<item>("test.item");
+  return r;
+}
+
+/// Fast failure detection, so that the tests take tenths of seconds.
+remote_options quick() {
+  return remote_options{}.with_heartbeat(50ms, 400ms).with_reconnect_backoff(20ms, 200ms);
+}
+
+class item_actor final : public troupe::actor<item> {
+ public:
+  explicit item_actor(actor_ref<item> probe) : probe_(std::move(probe)) {}
+
+ private:
+  void receive(item& m) override { probe_.tell(m); }
+  actor_ref<item> probe_;
+};
+
+struct faults : ::testing::Test {
+  test::network net{net_kind::memory, 7};
+};
+
+TEST_F(faults, a_partition_is_noticed_by_heartbeats_and_healing_restores_delivery) {
+  node a(net, registry(), quick(), "a");
+  node b(net, registry(), quick(), "b");
+  test_probe<item> got(a.system);
+  a.remote->expose(a.system.spawn<item_actor>("items", got.ref()));
+  auto far = b.remote->ref_to<item>(a.address(), "/user/items");
+  test_probe<item> watcher(b.system, "watcher");
+  far.tell(item{1, ""});
+  EXPECT_EQ(got.expect_message().n, 1U);
+  watcher.watch(far);
+  net.memory().partition(a.address(), b.address());
+  watcher.expect_terminated(far, 5s);  // heartbeats stop: node a is unreachable
+  EXPECT_GE(b.remote->stats().peers_lost, 1U);
+  net.memory().heal(a.address(), b.address());
+  far.tell(item{2, ""});  // a path-addressed ref finds the node again
+  EXPECT_EQ(got.expect_message(5s).n, 2U);
+}
+
+TEST_F(faults, lost_writes_lose_messages_but_never_reorder_them) {
+  node a(net, registry(), quick(), "a");
+  node b(net, registry(), quick(), "b");
+  test_probe<item> got(a.system);
+  a.remote->expose(a.system.spawn<item_actor>("items", got.ref()));
+  auto far = b.remote->ref_to<item>(a.address(), "/user/items");
+  far.tell(item{0, ""});
+  EXPECT_EQ(got.expect_message().n, 0U);
+  net.memory().drop(b.address(), a.address(), 0.5);
+  for (std::uint64_t i = 1; i <= 300; ++i) {
+    far.tell(item{i, ""});
+    if (i % 10 == 0) std::this_thread::sleep_for(1ms);  // spread over many writes
+  }
+  net.memory().drop(b.address(), a.address(), 0.0);
+  far.tell(item{1000, ""});
+  std::uint64_t last = 0;
+  std::uint64_t received = 0;
+  for (;;) {
+    auto m = got.expect_message(5s);
+    ASSERT_GT(m.n, last) << "reordered or duplicated";
+    last = m.n;
+    if (m.n == 1000) break;
+    ++received;
+  }
+  EXPECT_LT(received, 300U) << "half the writes were dropped";
+  EXPECT_GT(net.memory().stats(b.address(), a.address()).dropped, 0U);
+}
+
+TEST_F(faults, a_restarted_node_is_a_new_incarnation) {
+  node b(net, registry(), quick(), "b");
+  auto a = std::make_unique<node>(net, registry(), quick(), "a");
+  const auto address = a->address();
+  const auto first = a->remote->self().incarnation;
+  test_probe<item> got(a->system);
+  a->remote->expose(a->system.spawn<item_actor>("items", got.ref()));
+  auto far = b.remote->ref_to<item>(address, "/user/items");
+  far.tell(item{1, ""});
+  EXPECT_EQ(got.expect_message().n, 1U);
+  test_probe<item> watcher(b.system, "watcher");
+  watcher.watch(far);
+  a.reset();
+  watcher.expect_terminated(far, 5s);
+  // The same address again: another run of the node.
+  a = std::make_unique<node>(net, registry(), quick().with_bind(address), "a2");
+  EXPECT_NE(a->remote->self().incarnation, first);
+  test_probe<item> again(a->system, "again");
+  a->remote->expose(a->system.spawn<item_actor>("items", again.ref()));
+  b.remote->ref_to<item>(address, "/user/items").tell(item{2, ""});
+  EXPECT_EQ(again.expect_message(5s).n, 2U);
+}
+
+TEST_F(faults, an_oversized_frame_closes_that_connection_only) {
+  node a(net, registry(), quick().with_max_frame_size(1024), "a");
+  node b(net, registry(), quick(), "b");
+  node c(net, registry(), quick(), "c");
+  test_probe<item> got(a.system);
+  a.remote->expose(a.system.spawn<item_actor>("items", got.ref()));
+  auto from_b = b.remote->ref_to<item>(a.address(), "/user/items");
+  auto from_c = c.remote->ref_to<item>(a.address(), "/user/items");
+  from_b.tell(item{1, ""});
+  from_c.tell(item{2, ""});
+  std::set<std::uint64_t> seen{got.expect_message().n, got.expect_message().n};
+  EXPECT_EQ(seen, (std::set<std::uint64_t>{1, 2}));
+  from_b.tell(item{3, std::string(4096, 'x')});  // refused by node a's decoder
+  await_condition([&] { return a.remote->stats().frames_refused >= 1; }, 5s);
+  from_c.tell(item{4, ""});
+  EXPECT_EQ(got.expect_message().n, 4U);  // node c's connection never noticed
+  from_b.tell(item{5, ""});               // node b reconnects
+  EXPECT_EQ(got.expect_message(5s).n, 5U);
+}
+
+}  // namespace
