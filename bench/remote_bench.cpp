@@ -120,8 +120,8 @@ class echo_actor final : public troupe::actor<ping> {
 /// Notes the acknowledgements of the sink.
 class ack_actor final : public troupe::actor<ack> {
  public:
-  ack_actor(std::atomic<std::uint64_t>& handled, std::atomic<bool>& ok)
-      : handled_(handled), ok_(ok) {}
+  ack_actor(std::atomic<std::uint64_t>* handled, std::atomic<bool>* ok)
+      : handled_(*handled), ok_(*ok) {}
 
  private:
   void receive(ack& a) override {
@@ -132,15 +132,30 @@ class ack_actor final : public troupe::actor<ack> {
   std::atomic<bool>& ok_;
 };
 
-std::string certs_dir() {
-  static const std::string dir = [] {
-    auto d = fs::temp_directory_path() / ("troupe-bench-certs-" + std::to_string(::getpid()));
-    const std::string cmd =
-        std::string(TROUPE_SOURCE_DIR) + "/scripts/make-test-certs.sh " + d.string();
-    if (std::system(cmd.c_str()) != 0) throw bench_failure("could not make certificates: " + cmd);
-    return d.string();
-  }();
+/// Where the certificates are; node B gets the parent's directory on its command line.
+std::string& certs_override() {
+  static std::string dir;
   return dir;
+}
+
+std::string certs_dir() {
+  if (!certs_override().empty()) return certs_override();
+  // Made once per benchmark process, removed when it exits.
+  static const struct made {
+    std::string path;
+    made() {
+      path = (fs::temp_directory_path() / ("troupe-bench-certs-" + std::to_string(::getpid())))
+                 .string();
+      const std::string cmd =
+          std::string(TROUPE_SOURCE_DIR) + "/scripts/make-test-certs.sh " + path;
+      if (std::system(cmd.c_str()) != 0) throw bench_failure("could not make certificates: " + cmd);
+    }
+    ~made() {
+      std::error_code ignored;
+      fs::remove_all(path, ignored);
+    }
+  } dir;
+  return dir.path;
 }
 
 tc::remote_options node_options(bool tls, const std::string& node_name) {
@@ -190,8 +205,10 @@ class server_process {
     posix_spawn_file_actions_addclose(&actions, from_child[0]);
     std::string self = fs::read_symlink("/proc/self/exe").string();
     std::string w = std::to_string(workers);
+    std::string certs = tls ? certs_dir() : std::string("-");
     std::vector<char*> argv{self.data(), const_cast<char*>("--serve"),
-                            const_cast<char*>(tls ? "tls" : "plain"), w.data(), nullptr};
+                            const_cast<char*>(tls ? "tls" : "plain"), w.data(), certs.data(),
+                            nullptr};
     if (posix_spawn(&pid_, self.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
       throw bench_failure("could not start node B");
     }
@@ -250,7 +267,7 @@ run_result remote_tell(bool tls, std::size_t workers, std::uint64_t messages) {
   two_processes p(tls, workers);
   std::atomic<std::uint64_t> handled{UINT64_MAX};
   std::atomic<bool> ok{true};
-  auto acks = p.system.spawn<ack_actor>("acks", std::ref(handled), std::ref(ok));
+  auto acks = p.system.spawn<ack_actor>("acks", &handled, &ok);
   auto sink = p.node.ref_to<sink_msg>(p.server.address(), "/user/sink");
   const std::uint64_t every = std::min<std::uint64_t>(10'000, messages);
   sink.tell(start_sink{acks, every});
@@ -356,7 +373,8 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 4 && std::strcmp(argv[1], "--serve") == 0) {
+  if (argc == 5 && std::strcmp(argv[1], "--serve") == 0) {
+    certs_override() = argv[4];
     return serve(std::strcmp(argv[2], "tls") == 0, static_cast<std::size_t>(std::atoi(argv[3])));
   }
   return troupe::bench::run_benchmarks(
