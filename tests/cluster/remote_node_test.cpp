@@ -212,7 +212,16 @@ TEST_P(remote_node_test, an_unregistered_type_goes_to_dead_letters_and_the_conne
   a.remote->expose(probe.untyped());
   auto far = b.remote->ref_to<echo_msg>(a.address(), probe.untyped().path());
   far.tell(numbered{1});
-  await_condition([&] { return a.remote->stats().undecodable == 1; }, 5s);
+  test_probe<troupe::dead_letter> letters(a.system, "letters");
+  a.system.dead_letters().subscribe(letters.ref());
+  far.tell(numbered{2});
+  auto letter = letters.expect_message(5s);
+  EXPECT_NE(letter.reason.find("no message type registered for manifest 'test.echo_msg' v1"),
+            std::string::npos)
+      << letter.reason;
+  ASSERT_NE(letter.message_as<undecodable_message>(), nullptr);
+  EXPECT_EQ(letter.message_as<undecodable_message>()->from, b.remote->self());
+  await_condition([&] { return a.remote->stats().undecodable == 2; }, 5s);
   // Still connected: a registered type goes through.
   test_probe<reply_text> texts(a.system, "texts");
   a.remote->expose(texts.untyped());

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace troupe::cluster {
 
@@ -30,6 +31,15 @@ class node_core;
 troupe::detail::intrusive_ptr<troupe::detail::actor_target> remote_target_for(
     node_core& core, const node_address& address, const std::string& path);
 }  // namespace detail
+
+/// A message that arrived from another node but could not be decoded (unknown manifest,
+/// malformed bytes): published to dead letters with the reason, its bytes kept for inspection.
+struct undecodable_message {
+  node_id from;
+  std::string recipient;
+  std::string manifest;
+  std::vector<std::byte> payload;
+};
 
 /// Counters of a node's remoting, for tests and metrics.
 struct remote_stats {

@@ -188,6 +188,8 @@ actor_target* inbound::resolve_recipient(byte_reader& r, std::string& described)
 void inbound::on_message(byte_reader& r) {
   core_.counters.received.fetch_add(1, std::memory_order_relaxed);
   std::string recipient_name;
+  std::string manifest_name;
+  std::span<const std::byte> raw;  // the payload, for a dead letter
   envelope_base* e = nullptr;
   intrusive_ptr<actor_target> sender;
   actor_target* recipient = nullptr;
@@ -208,6 +210,7 @@ void inbound::on_message(byte_reader& r) {
       r.fail("unknown manifest slot");
     }
     const auto* entry = manifests_[mslot - 1];
+    manifest_name = manifest_names_[mslot - 1];
     codec_scope scope(&core_, nullptr, &from_);
     const auto has_sender = r.read_byte();
     if (has_sender == std::byte{1}) {
@@ -215,18 +218,22 @@ void inbound::on_message(byte_reader& r) {
     } else if (has_sender != std::byte{0}) {
       r.fail("bad sender flag");
     }
+    raw = r.read_raw(r.remaining());
     if (entry == nullptr) {
       throw cluster_error(errc::unknown_manifest,
-                          "no message type registered for manifest " + manifest_names_[mslot - 1]);
+                          "no message type registered for manifest " + manifest_name);
     }
-    e = entry->decode(r.read_raw(r.remaining()));
+    e = entry->decode(raw);
   } catch (const std::exception& ex) {
     core_.counters.undecodable.fetch_add(1, std::memory_order_relaxed);
     std::string reason = "undecodable message from node " + to_string(from_) + " for " +
                          (recipient_name.empty() ? "<unknown recipient>" : recipient_name) + ": " +
                          ex.what();
-    troupe::logger()->warn("remote: {}", reason);
-    if (sender) sender->notify_undelivered(make_error_code(errc::decode_error), reason);
+    auto* letter = new troupe::detail::envelope<undecodable_message>(
+        undecodable_message{from_, recipient_name, manifest_name, {raw.begin(), raw.end()}});
+    letter->sender = sender;  // an ask among them fails at once
+    core_.dead_letters().publish(letter, recipient_name.empty() ? "<unknown>" : recipient_name,
+                                 make_error_code(errc::decode_error), reason);
     if (!recipients_.empty()) recipients_[0].reset();
     return;
   }
