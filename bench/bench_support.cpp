@@ -161,6 +161,14 @@ std::string human(double v) {
 }
 
 /// 48.2 -> "48 us", 15044 -> "15.04 ms".
+/// A case's name in the table: cases that share a name and differ in TLS get a suffix.
+std::string table_name(const bench_case& c) {
+  for (const auto& [key, value] : c.params) {
+    if (key == "tls" && value == "true") return c.name + " (tls)";
+  }
+  return c.name;
+}
+
 std::string micros(double us) {
   char buf[64];
   if (us >= 1000) {
@@ -434,8 +442,8 @@ void driver::print_table() const {
   std::printf(row, "case", "median", uw, "unit", "min", "max", tw, "target", "");
   for (const auto& o : outcomes_) {
     if (!o.error.empty()) {
-      std::printf(row, (o.c->label.empty() ? o.c->name : o.c->label).c_str(), "FAILED", uw,
-                  o.c->unit.c_str(), "-", "-", tw, o.c->target.c_str(), o.error.c_str());
+      std::printf(row, table_name(*o.c).c_str(), "FAILED", uw, o.c->unit.c_str(), "-", "-", tw,
+                  o.c->target.c_str(), o.error.c_str());
       continue;
     }
     const auto [lo, hi] = std::minmax_element(o.runs.begin(), o.runs.end());
@@ -448,8 +456,7 @@ void driver::print_table() const {
       note += (note.empty() ? "" : "; ") + std::string("p50 ") + micros(p50) + ", p99 " +
               micros(extra(o, "p99_us"));
     }
-    const std::string& name = o.c->label.empty() ? o.c->name : o.c->label;
-    std::printf(row, name.c_str(), human(o.value).c_str(), uw, o.c->unit.c_str(),
+    std::printf(row, table_name(*o.c).c_str(), human(o.value).c_str(), uw, o.c->unit.c_str(),
                 human(*lo).c_str(), human(*hi).c_str(), tw,
                 o.c->target.empty() ? "-" : o.c->target.c_str(), note.c_str());
   }

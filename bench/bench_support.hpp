@@ -130,8 +130,6 @@ struct bench_case {
   /// Sizes and notes, as (key, JSON value).
   std::vector<std::pair<std::string, std::string>> params;
   std::function<run_result(std::size_t workers)> run;
-  /// The name in the table, when two cases share a name and differ in params; empty: name.
-  std::string label;
 };
 
 /// bench_case::meets for a target of at least / at most t.

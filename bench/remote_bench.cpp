@@ -206,8 +206,11 @@ class server_process {
     std::string self = fs::read_symlink("/proc/self/exe").string();
     std::string w = std::to_string(workers);
     std::string certs = tls ? certs_dir() : std::string("-");
-    std::vector<char*> argv{self.data(), const_cast<char*>("--serve"),
-                            const_cast<char*>(tls ? "tls" : "plain"), w.data(), certs.data(),
+    std::vector<char*> argv{self.data(),
+                            const_cast<char*>("--serve"),
+                            const_cast<char*>(tls ? "tls" : "plain"),
+                            w.data(),
+                            certs.data(),
                             nullptr};
     if (posix_spawn(&pid_, self.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
       throw bench_failure("could not start node B");
@@ -337,7 +340,6 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
   std::vector<bench_case> cases;
   for (bool tls : {false, true}) {
     const std::string tls_json = tls ? "true" : "false";
-    const std::string label = tls ? " (tls)" : "";
     cases.push_back({"remote_tell",
                      "msgs/s",
                      ">= 3 M",
@@ -346,8 +348,7 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
                       {"messages", str(static_cast<std::int64_t>(tells))},
                       {"payload_bytes", "24"},
                       {"window", "200000"}},
-                     [=](std::size_t w) { return remote_tell(tls, w, tells); },
-                     "remote_tell" + label});
+                     [=](std::size_t w) { return remote_tell(tls, w, tells); }});
     cases.push_back({"remote_ask_latency",
                      "us (p99)",
                      "<= 200",
@@ -355,8 +356,7 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
                      {{"tls", tls_json},
                       {"asks", str(static_cast<std::int64_t>(latency_asks))},
                       {"outstanding", "1"}},
-                     [=](std::size_t w) { return remote_ask_latency(tls, w, latency_asks); },
-                     "remote_ask_latency" + label});
+                     [=](std::size_t w) { return remote_ask_latency(tls, w, latency_asks); }});
     cases.push_back({"remote_ask_throughput",
                      "asks/s",
                      "",
@@ -364,8 +364,7 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
                      {{"tls", tls_json},
                       {"asks", str(static_cast<std::int64_t>(many_asks))},
                       {"outstanding", "64"}},
-                     [=](std::size_t w) { return remote_ask_throughput(tls, w, many_asks); },
-                     "remote_ask_throughput" + label});
+                     [=](std::size_t w) { return remote_ask_throughput(tls, w, many_asks); }});
   }
   return cases;
 }
