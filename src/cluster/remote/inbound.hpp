@@ -1,0 +1,53 @@
+#pragma once
+/// INTERNAL. A stream another node opened to this one: its handshake, then the messages and
+/// system frames it carries, each resolved through per-stream slot tables (protocol.hpp).
+
+#include <troupe/cluster/wire/frame.hpp>
+#include <troupe/persistence/serialization/wire.hpp>
+
+#include "peer.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace troupe::cluster::detail {
+
+/// One stream a peer opened to us.
+class inbound : public std::enable_shared_from_this<inbound> {
+ public:
+  inbound(node_core& core, std::shared_ptr<stream> s);
+  void start();
+  void close() { stream_->close(); }
+
+ private:
+  void on_data(std::span<const std::byte> bytes);
+  void on_frame(const wire::frame_view& f);
+  void on_handshake(const wire::frame_view& f);
+  void on_message(persistence::byte_reader& r);
+  void on_system(persistence::byte_reader& r);
+  void reply(wire::frame_kind kind, const std::function<void(byte_buffer&)>& fill);
+  void refuse(const std::string& reason);
+  void send_pending();
+  actor_target* resolve_recipient(persistence::byte_reader& r, std::string& described);
+
+  node_core& core_;
+  std::shared_ptr<stream> stream_;
+  wire::frame_decoder decoder_;
+  std::shared_ptr<peer> peer_;  // known after the handshake
+  node_id from_;
+  bool writing_ = false;
+  bool closing_ = false;
+  byte_buffer pending_writes_;
+  std::vector<intrusive_ptr<actor_target>> recipients_;  // by slot
+  std::vector<std::string> recipient_names_;
+  std::vector<const message_registry::entry*> manifests_;  // by slot
+  std::vector<std::string> manifest_names_;
+  std::optional<boost::asio::steady_timer> handshake_timer_;
+};
+
+}  // namespace troupe::cluster::detail

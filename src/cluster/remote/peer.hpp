@@ -1,0 +1,128 @@
+#pragma once
+/// INTERNAL. One other node, as this node sees it: the queue of messages for it, the stream this
+/// node opened to it (handshake, heartbeats, reconnect with backoff), and what depends on it
+/// (remote watches, asks waiting for replies). Methods marked "I/O thread" run only there.
+
+#include <troupe/cluster/errc.hpp>
+#include <troupe/cluster/message_registry.hpp>
+#include <troupe/cluster/transport.hpp>
+#include <troupe/cluster/wire/frame.hpp>
+
+#include "remote_target.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <map>
+#include <mutex>
+#include <typeinfo>
+#include <unordered_map>
+#include <vector>
+
+namespace troupe::cluster::detail {
+
+/// A message waiting for its peer's stream.
+struct outgoing {
+  envelope_base* message;
+  intrusive_ptr<remote_target> to;
+};
+
+/// Everything about one other node, addressed by where it listens.
+class peer : public std::enable_shared_from_this<peer> {
+ public:
+  peer(std::shared_ptr<node_core> core, node_address address);
+
+  // -- any thread ---------------------------------------------------------------------------
+  /// Queues a message for the peer; takes ownership of `e`.
+  void push(envelope_base* e, intrusive_ptr<remote_target> to) noexcept;
+  [[nodiscard]] const node_address& address() const noexcept { return address_; }
+  [[nodiscard]] node_core& core() const noexcept { return *core_; }
+  /// The incarnation last seen in a handshake (0 before the first).
+  [[nodiscard]] std::uint64_t incarnation() const noexcept {
+    return incarnation_.load(std::memory_order_acquire);
+  }
+
+  // -- I/O thread ---------------------------------------------------------------------------
+  /// Writes what is queued when the stream is up and idle; connects when there is none.
+  void flush();
+  /// Appends a system frame for the peer, sent before queued messages.
+  void send_system_frame(system_kind kind, std::uint64_t key, const recipient_spec* spec,
+                         const std::string* reason);
+  /// Heartbeats, handshake timeout, failure detection.
+  void tick(clock_type::time_point now);
+  /// Any frame from the peer (on any stream) shows it is alive.
+  void heard_from() { last_heard_ = clock_type::now(); }
+  /// The peer answered a handshake as `id` (ours, or on an inbound stream as the connector).
+  void observed(const node_id& id);
+  /// Watches of remote actors on this peer.
+  void watch(intrusive_ptr<remote_target> watchee, intrusive_ptr<actor_target> watcher);
+  void unwatch(remote_target* watchee, actor_target* watcher);
+  void on_terminated(std::uint64_t key);
+  /// Watches placed by the peer on local actors.
+  void watch_local(std::uint64_t key, const recipient_spec& spec);
+  void unwatch_local(std::uint64_t key);
+  /// An ask's reply target exported to this peer: failed at once if the peer is lost.
+  void track_ask(intrusive_ptr<actor_target> promise) { asks_.push_back(std::move(promise)); }
+  /// The peer is gone (unreachable, restarted, shut down): fail what depends on it.
+  void lost(errc why, const std::string& reason, bool shutting_down = false);
+  /// Closes the stream for good (node shutdown).
+  void close();
+  /// Remote targets of this peer's actors received in messages, shared so equal refs compare
+  /// equal (not for temporary ones).
+  intrusive_ptr<remote_target> target_for(std::uint64_t incarnation, std::uint64_t export_id,
+                                          const std::string& path, bool temporary);
+
+ private:
+  enum class state { idle, connecting, handshaking, up, backoff, closed };
+
+  void connect();
+  void on_stream(std::shared_ptr<stream> s);
+  void on_frame(const wire::frame_view& f);
+  void on_stream_closed(std::uint64_t generation, std::error_code ec);
+  void drop_stream(const std::string& why, bool unreachable);
+  void schedule_reconnect();
+  void encode(outgoing& item, byte_buffer& out);
+  void write(byte_buffer bytes);
+  void dead_letter(outgoing& item, std::error_code code, const std::string& reason) noexcept;
+
+  std::shared_ptr<node_core> core_;
+  node_address address_;
+  std::atomic<std::uint64_t> incarnation_{0};
+
+  // Guarded by mutex_ (user threads push, the I/O thread takes).
+  std::mutex mutex_;
+  std::vector<outgoing> queue_;
+  bool flush_posted_ = false;
+  bool connected_ = false;
+  bool unreachable_ = false;
+
+  // I/O thread.
+  state state_ = state::idle;
+  std::shared_ptr<stream> stream_;
+  std::uint64_t generation_ = 0;  // counts streams, so a late callback of an old one is ignored
+  wire::frame_decoder decoder_;
+  bool writing_ = false;
+  byte_buffer control_;
+  std::vector<outgoing> batch_;
+  byte_buffer spare_;
+  std::uint64_t next_slot_ = 1;
+  std::unordered_map<const message_registry::entry*, std::uint64_t> manifest_slots_;
+  const std::type_info* last_type_ = nullptr;
+  const message_registry::entry* last_entry_ = nullptr;
+  clock_type::time_point last_heard_{};
+  clock_type::time_point state_since_{};
+  std::chrono::milliseconds backoff_{0};
+  std::unique_ptr<boost::asio::steady_timer> reconnect_timer_;
+  std::vector<intrusive_ptr<actor_target>> asks_;
+  struct remote_watch {
+    intrusive_ptr<remote_target> watchee;
+    std::vector<intrusive_ptr<actor_target>> watchers;
+  };
+  std::uint64_t next_watch_key_ = 1;
+  std::map<std::uint64_t, remote_watch> watches_;
+  std::unordered_map<remote_target*, std::uint64_t> watch_keys_;
+  std::map<std::uint64_t, std::pair<intrusive_ptr<actor_target>, intrusive_ptr<actor_target>>>
+      local_watches_;  // key -> (watched local actor, its proxy watcher)
+  std::unordered_map<std::uint64_t, intrusive_ptr<remote_target>> targets_;
+};
+
+}  // namespace troupe::cluster::detail
