@@ -1,72 +1,44 @@
 #include "persistence/sqlite/sqlite_worker.hpp"
 
-#include <string>
-
 namespace troupe::persistence::sqlite {
 
-worker::worker(std::unique_ptr<connection> c, mode m, std::size_t max_batch)
-    : connection_(std::move(c)), mode_(m), max_batch_(max_batch == 0 ? 1 : max_batch) {
+// -- writer ------------------------------------------------------------------
+
+writer::writer(std::unique_ptr<connection> c, std::size_t max_batch)
+    : connection_(std::move(c)),
+      session_{*connection_, heads_},
+      max_batch_(max_batch == 0 ? 1 : max_batch) {
   thread_ = std::thread([this] { loop(); });
 }
 
-worker::~worker() {
-  {
-    std::scoped_lock lock(mutex_);
-    closing_ = true;
-  }
-  wake_.notify_one();
+writer::~writer() {
+  queue_.close();
   thread_.join();
 }
 
-void worker::submit(std::unique_ptr<task> t) {
-  {
-    std::scoped_lock lock(mutex_);
-    if (!closing_) {
-      queue_.push_back(std::move(t));
-      // Notify under the lock: the worker may be destroyed as soon as it sees closing_.
-      wake_.notify_one();
-      return;
-    }
-  }
-  t->fail(std::make_exception_ptr(persistence_error(errc::store_closed, "SQLite store closed")));
-  t->complete();
-}
-
-void worker::loop() {
-  std::deque<std::unique_ptr<task>> batch;
-  for (;;) {
-    {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] { return closing_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // closing, and everything queued has run
-      while (!queue_.empty() && batch.size() < max_batch_) {
-        batch.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
-    }
-    if (mode_ == mode::group_commit) {
-      run_group(batch);
-    } else {
-      run_each(batch);
-    }
-    tasks_run_.fetch_add(batch.size(), std::memory_order_relaxed);
-    for (auto& t : batch) t->complete();
-    batch.clear();
+void writer::loop() {
+  batch b;
+  while (queue_.take(b, max_batch_)) {
+    run_group(b);
+    tasks_run_.fetch_add(b.size(), std::memory_order_relaxed);
+    for (auto& t : b) t->complete();
+    b.clear();
   }
 }
 
-void worker::run_group(std::deque<std::unique_ptr<task>>& batch) {
+void writer::run_group(batch& b) {
   // Savepoints cost two statements per write: take them only when a write failed mid-way.
-  if (!try_group(batch, false)) try_group(batch, true);
+  if (!try_group(b, false)) try_group(b, true);
 }
 
-bool worker::try_group(std::deque<std::unique_ptr<task>>& batch, bool savepoints) {
+bool writer::try_group(batch& b, bool savepoints) {
   auto& c = *connection_;
   try {
     c.prepare("BEGIN IMMEDIATE").run();
-    for (auto& t : batch) {
+    heads_.check_data_version(c);
+    for (auto& t : b) {
       if (savepoints) c.prepare("SAVEPOINT write").run();
-      bool ok = t->run(c);
+      bool ok = t->run(session_);
       if (!ok && c.autocommit()) {
         // SQLite rolled the whole transaction back (I/O error, disk full): the writes before
         // this one are gone too.
@@ -74,7 +46,10 @@ bool worker::try_group(std::deque<std::unique_ptr<task>>& batch, bool savepoints
                                 "SQLite rolled back a group commit after a failed write");
       }
       if (savepoints) {
-        if (!ok) c.prepare("ROLLBACK TO write").run();
+        if (!ok) {
+          c.prepare("ROLLBACK TO write").run();
+          heads_.clear();  // the cache may hold what the rolled back write changed
+        }
         c.prepare("RELEASE write").run();
       } else if (!ok && !t->refused_cleanly()) {
         rollback();
@@ -86,12 +61,13 @@ bool worker::try_group(std::deque<std::unique_ptr<task>>& batch, bool savepoints
   } catch (...) {
     auto failure = std::current_exception();
     rollback();
-    for (auto& t : batch) t->fail(failure);
+    for (auto& t : b) t->fail(failure);
   }
   return true;
 }
 
-void worker::rollback() noexcept {
+void writer::rollback() noexcept {
+  heads_.clear();  // the cache holds what the transaction wrote
   if (connection_->autocommit()) return;
   try {
     connection_->exec("ROLLBACK");
@@ -100,8 +76,26 @@ void worker::rollback() noexcept {
   }
 }
 
-void worker::run_each(std::deque<std::unique_ptr<task>>& batch) {
-  for (auto& t : batch) t->run(*connection_);
+// -- reader ------------------------------------------------------------------
+
+reader::reader(std::unique_ptr<connection> c) : connection_(std::move(c)) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+reader::~reader() {
+  queue_.close();
+  thread_.join();
+}
+
+void reader::loop() {
+  std::deque<std::unique_ptr<read_task>> b;
+  while (queue_.take(b, 1)) {
+    for (auto& t : b) {
+      t->run(*connection_);
+      t->complete();
+    }
+    b.clear();
+  }
 }
 
 }  // namespace troupe::persistence::sqlite
