@@ -20,25 +20,27 @@ void create_schema(pqxx::connection& c, const std::string& schema) {
   t.exec("SET LOCAL search_path = " + s);
   t.exec("CREATE TABLE IF NOT EXISTS schema_version(version integer NOT NULL)");
   auto v = t.exec("SELECT max(version) FROM schema_version");
-  if (!v[0][0].is_null()) {
-    auto version = v[0][0].as<long long>();
-    if (version > schema_version) {
-      throw persistence_error(errc::store_failure, "PostgreSQL schema " + schema + " has version " +
-                                                       std::to_string(version) +
-                                                       ", newer than this troupe's");
-    }
-  } else {
-    t.exec("INSERT INTO schema_version(version) VALUES (" + std::to_string(schema_version) + ")");
+  auto version = v[0][0].is_null() ? 0 : v[0][0].as<long long>();
+  if (version > schema_version) {
+    throw persistence_error(errc::store_failure, "PostgreSQL schema " + schema + " has version " +
+                                                     std::to_string(version) +
+                                                     ", newer than this troupe's");
   }
   // pid and entity ids compare bytewise (COLLATE "C"): the order does not depend on the locale.
   t.exec(
-      // Per persistence id: the fence (highest epoch written) and the journal's highest sequence
-      // number, which outlives deleted events so that numbers are never reused. Every write locks
-      // this row first.
+      // Per persistence id: the fence (highest epoch written) and the floor: the journal's highest
+      // sequence number when events were last deleted, so that numbers are never reused (the
+      // highest is the larger of the floor and the journal's last number). A row exists once a
+      // fence was raised or events were deleted. Version 1 kept every append's highest here: a
+      // valid floor too.
       "CREATE TABLE IF NOT EXISTS fences("
       "  pid text COLLATE \"C\" PRIMARY KEY,"
       "  epoch bigint NOT NULL DEFAULT 0,"
       "  highest bigint NOT NULL DEFAULT 0);"
+      // One row, whose number every change of a fence or a floor bumps: every write transaction
+      // locks it, shared or (to change fences) exclusive. See pg_heads.hpp.
+      "CREATE TABLE IF NOT EXISTS fence_generation(n bigint NOT NULL);"
+      "INSERT INTO fence_generation(n) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM fence_generation);"
       "CREATE TABLE IF NOT EXISTS journal("
       "  pid text COLLATE \"C\" NOT NULL, seq bigint NOT NULL, type_name text NOT NULL,"
       "  version bigint NOT NULL, payload bytea NOT NULL, epoch bigint NOT NULL,"
@@ -57,6 +59,9 @@ void create_schema(pqxx::connection& c, const std::string& schema) {
       "CREATE TABLE IF NOT EXISTS remembered_entities("
       "  type_name text COLLATE \"C\" NOT NULL, shard bigint NOT NULL,"
       "  entity_id text COLLATE \"C\" NOT NULL, PRIMARY KEY(type_name, shard, entity_id));");
+  if (version < schema_version) {
+    t.exec("INSERT INTO schema_version(version) VALUES (" + std::to_string(schema_version) + ")");
+  }
   t.commit();
 }
 
@@ -70,22 +75,26 @@ void prepare_statements(pqxx::connection& c) {
       c.prepare_now(name);
     }
   } p{c};
-  // -- fences
-  p.prepare("lock_pid",
-            "INSERT INTO fences(pid) VALUES ($1) "
-            "ON CONFLICT (pid) DO UPDATE SET epoch = fences.epoch RETURNING epoch, highest");
-  p.prepare("lock_pids",
-            "INSERT INTO fences(pid) SELECT p FROM unnest($1::text[]) AS p ORDER BY p "
-            "ON CONFLICT (pid) DO UPDATE SET epoch = fences.epoch RETURNING pid, epoch, highest");
-  // Existing rows are locked without writing a new row version (the upsert above writes one).
-  p.prepare("lock_existing_pids",
-            "SELECT pid, epoch, highest FROM fences WHERE pid = ANY($1::text[]) ORDER BY pid "
-            "FOR UPDATE");
-  p.prepare("set_fence", "UPDATE fences SET epoch = $2, highest = $3 WHERE pid = $1");
-  p.prepare("set_fences",
-            "UPDATE fences SET epoch = u.epoch, highest = u.highest "
-            "FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(pid, epoch, highest) "
-            "WHERE fences.pid = u.pid");
+  // -- fences (see pg_heads.hpp)
+  p.prepare("lock_generation_shared", "SELECT n FROM fence_generation FOR SHARE");
+  p.prepare("lock_generation_exclusive", "SELECT n FROM fence_generation FOR UPDATE");
+  p.prepare("bump_generation", "UPDATE fence_generation SET n = n + 1");
+  // Per id: fence and floor, and (where wanted) the journal's last number.
+  p.prepare("load_heads",
+            "SELECT u.pid, f.epoch, f.highest, u.want, CASE WHEN u.want THEN "
+            "(SELECT j.seq FROM journal j WHERE j.pid = u.pid ORDER BY j.seq DESC LIMIT 1) END "
+            "FROM unnest($1::text[], $2::boolean[]) AS u(pid, want) "
+            "LEFT JOIN fences f ON f.pid = u.pid");
+  p.prepare("journal_highest", "SELECT coalesce(max(seq), 0) FROM journal WHERE pid = $1");
+  p.prepare("raise_fence",
+            "INSERT INTO fences(pid, epoch) VALUES ($1, $2) "
+            "ON CONFLICT (pid) DO UPDATE SET epoch = excluded.epoch");
+  p.prepare("raise_fences",
+            "INSERT INTO fences(pid, epoch) SELECT * FROM unnest($1::text[], $2::bigint[]) "
+            "ON CONFLICT (pid) DO UPDATE SET epoch = excluded.epoch");
+  p.prepare("set_floor",
+            "INSERT INTO fences(pid, highest) VALUES ($1, $2) "
+            "ON CONFLICT (pid) DO UPDATE SET highest = excluded.highest");
   p.prepare("lock_shard",
             "INSERT INTO shard_fences(type_name, shard) VALUES ($1, $2) "
             "ON CONFLICT (type_name, shard) DO UPDATE SET epoch = shard_fences.epoch "
@@ -100,7 +109,9 @@ void prepare_statements(pqxx::connection& c) {
   p.prepare("read_events",
             "SELECT seq, type_name, version, payload, epoch FROM journal "
             "WHERE pid = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq LIMIT $4");
-  p.prepare("highest", "SELECT highest FROM fences WHERE pid = $1");
+  p.prepare("highest",
+            "SELECT greatest(coalesce((SELECT highest FROM fences WHERE pid = $1), 0), "
+            "coalesce((SELECT max(seq) FROM journal WHERE pid = $1), 0))");
   // -- snapshots
   p.prepare("save_snapshot",
             "INSERT INTO snapshots(pid, seq, type_name, version, payload, epoch) "
@@ -111,14 +122,28 @@ void prepare_statements(pqxx::connection& c) {
   p.prepare("load_snapshot",
             "SELECT seq, type_name, version, payload, epoch FROM snapshots "
             "WHERE pid = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1");
-  // -- durable state
+  // -- durable state: each write checks the revision as it writes, and returns the ids it wrote
   p.prepare("state_revision", "SELECT revision FROM durable_state WHERE pid = $1");
-  p.prepare("upsert_state",
+  p.prepare("state_revisions",
+            "SELECT pid, revision FROM durable_state WHERE pid = ANY($1::text[])");
+  p.prepare("insert_state",
             "INSERT INTO durable_state(pid, revision, type_name, version, payload, epoch) "
-            "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (pid) DO UPDATE SET "
-            "revision = excluded.revision, type_name = excluded.type_name, "
-            "version = excluded.version, payload = excluded.payload, epoch = excluded.epoch");
-  p.prepare("delete_state", "DELETE FROM durable_state WHERE pid = $1");
+            "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (pid) DO NOTHING RETURNING pid");
+  p.prepare("update_state",
+            "UPDATE durable_state SET revision = $3, type_name = $4, version = $5, "
+            "payload = $6, epoch = $7 WHERE pid = $1 AND revision = $2 RETURNING pid");
+  p.prepare("insert_states",
+            "INSERT INTO durable_state(pid, revision, type_name, version, payload, epoch) "
+            "SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], "
+            "$5::bytea[], $6::bigint[]) ON CONFLICT (pid) DO NOTHING RETURNING pid");
+  p.prepare("update_states",
+            "UPDATE durable_state d SET revision = u.next, type_name = u.type_name, "
+            "version = u.version, payload = u.payload, epoch = u.epoch "
+            "FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::bigint[], "
+            "$6::bytea[], $7::bigint[]) AS u(pid, expected, next, type_name, version, payload, "
+            "epoch) WHERE d.pid = u.pid AND d.revision = u.expected RETURNING d.pid");
+  p.prepare("delete_state",
+            "DELETE FROM durable_state WHERE pid = $1 AND revision = $2 RETURNING pid");
   p.prepare("get_state",
             "SELECT revision, type_name, version, payload, epoch FROM durable_state "
             "WHERE pid = $1");
