@@ -10,7 +10,7 @@ namespace troupe::persistence::pg {
 
 bool pid_heads::may_raise(std::string_view pid, ownership_epoch epoch) const {
   if (epoch == 0 || pid.empty()) return false;
-  auto it = heads_.find(std::string(pid));
+  auto it = heads_.find(pid);
   return it == heads_.end() || epoch > it->second.fence;
 }
 
@@ -42,7 +42,7 @@ void pid_heads::reset() noexcept {
   changed_ = false;
 }
 
-bool pid_heads::needs_read(const std::string& pid, bool with_highest) const {
+bool pid_heads::needs_read(std::string_view pid, bool with_highest) const {
   auto it = heads_.find(pid);
   return it == heads_.end() || it->second.stamp != stamp_ ||
          (with_highest && !it->second.highest_known);
@@ -52,10 +52,9 @@ void pid_heads::load(pqxx::transaction_base& t, const std::vector<head_wanted>& 
   std::vector<std::string> pids;
   std::vector<std::string> want_highest;  // a boolean[] literal's items
   for (const auto& w : wanted) {
-    std::string pid(w.persistence_id);
-    if (!needs_read(pid, w.highest)) continue;
-    auto it = heads_.find(pid);
-    pids.push_back(std::move(pid));
+    if (!needs_read(w.persistence_id, w.highest)) continue;
+    auto it = heads_.find(w.persistence_id);
+    pids.emplace_back(w.persistence_id);
     want_highest.emplace_back(w.highest && (it == heads_.end() || !it->second.highest_known) ? "t"
                                                                                              : "f");
   }
@@ -67,9 +66,11 @@ void pid_heads::load(pqxx::transaction_base& t, const std::vector<head_wanted>& 
     pid_head h = heads_.contains(pid) ? heads_.at(pid) : pid_head{};
     h.fence = row[1].is_null() ? 0 : number(row[1], "fence epoch");
     h.floor = row[2].is_null() ? 0 : number(row[2], "deleted highest sequence number");
+    if (!row[4].is_null()) h.number = static_cast<std::int64_t>(number(row[4], "id number", 1));
     if (row[3].as<bool>()) {
-      if (!row[4].is_null())
-        h.highest = std::max(h.highest, number(row[4], "event sequence number"));
+      if (!row[5].is_null()) {
+        h.highest = std::max(h.highest, number(row[5], "event sequence number"));
+      }
       h.highest_known = true;
     }
     h.highest = std::max(h.highest, h.floor);
@@ -79,14 +80,36 @@ void pid_heads::load(pqxx::transaction_base& t, const std::vector<head_wanted>& 
 }
 
 pid_head& pid_heads::get(pqxx::transaction_base& t, const std::string& pid, bool with_highest) {
-  if (needs_read(pid, with_highest)) load(t, {{pid, with_highest}});
-  return heads_.at(pid);
+  auto it = heads_.find(pid);
+  if (it == heads_.end() || it->second.stamp != stamp_ ||
+      (with_highest && !it->second.highest_known)) {
+    load(t, {{pid, with_highest}});
+    it = heads_.find(pid);
+  }
+  return it->second;
 }
 
-void pid_heads::reload_highest(pqxx::transaction_base& t, const std::string& pid, pid_head& head) {
-  auto rows = t.exec_prepared("journal_highest", pid);
-  head.highest = std::max({head.highest, head.floor, number(rows[0][0], "event sequence number")});
+void pid_heads::reload_highest(pqxx::transaction_base& t, pid_head& head) {
+  if (head.number != 0) {
+    auto rows = t.exec_prepared("journal_highest", head.number);
+    head.highest = std::max(head.highest, number(rows[0][0], "event sequence number"));
+  }
+  head.highest = std::max(head.highest, head.floor);
   head.highest_known = true;
+}
+
+void pid_heads::number_ids(pqxx::transaction_base& t, std::vector<std::string> pids) {
+  if (pids.empty()) return;
+  // Sorted, so that two processes numbering the same new ids take their locks in one order.
+  std::sort(pids.begin(), pids.end());
+  auto list = text_array(pids);
+  t.exec_prepared("number_ids", list);
+  for (const auto& row : t.exec_prepared("id_numbers", list)) {
+    auto it = heads_.find(std::string_view(row[0].c_str(), row[0].size()));
+    if (it != heads_.end()) {
+      it->second.number = static_cast<std::int64_t>(number(row[1], "id number", 1));
+    }
+  }
 }
 
 }  // namespace troupe::persistence::pg

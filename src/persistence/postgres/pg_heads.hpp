@@ -19,7 +19,9 @@
 
 #include <pqxx/transaction_base>
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +32,8 @@ namespace troupe::persistence::pg {
 
 /// What the writer knows of one persistence id.
 struct pid_head {
+  /// The id's number in the journal (persistence_ids.id); 0 while it has none.
+  std::int64_t number = 0;
   /// The epoch fence (fences.epoch; 0 without a row).
   ownership_epoch fence = 0;
   /// The journal's highest sequence number when its events were last deleted (fences.highest).
@@ -78,14 +82,24 @@ class pid_heads {
   /// One id's head, read first when missing or stale (with the journal's highest if asked).
   pid_head& get(pqxx::transaction_base& t, const std::string& pid, bool with_highest);
   /// Reads the journal's highest of `pid` again (an append expects more than the cache knows).
-  void reload_highest(pqxx::transaction_base& t, const std::string& pid, pid_head& head);
+  void reload_highest(pqxx::transaction_base& t, pid_head& head);
+  /// Gives the ids without a number one (persistence_ids), in one statement and one read.
+  void number_ids(pqxx::transaction_base& t, std::vector<std::string> pids);
   /// Forgets one id (its append met a number another process had taken).
   void forget(const std::string& pid) { heads_.erase(pid); }
 
  private:
-  [[nodiscard]] bool needs_read(const std::string& pid, bool with_highest) const;
+  [[nodiscard]] bool needs_read(std::string_view pid, bool with_highest) const;
 
-  std::unordered_map<std::string, pid_head> heads_;
+  /// Looks up by std::string_view without building a string.
+  struct text_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+
+  std::unordered_map<std::string, pid_head, text_hash, std::equal_to<>> heads_;
   std::uint64_t stamp_ = 1;
   /// The generation the cached fences and floors belong to; none before the first lock.
   std::optional<std::int64_t> generation_;

@@ -25,26 +25,25 @@ void raise_fences(write_session& s, const std::vector<std::string>& pids,
   s.heads.changed_fences();
 }
 
-/// The events of the accepted requests, sorted by id (so that two processes writing the same ids
-/// take the rows' locks in one order), in one COPY.
+/// The events of the accepted requests (with their ids' numbers), sorted by number so that two
+/// processes writing the same ids take the rows' locks in one order, in one COPY.
 void copy_events(write_session& s, const std::vector<const append_request*>& requests,
-                 const std::vector<run_outcome>& out) {
+                 const std::vector<run_outcome>& out, const std::vector<std::int64_t>& numbers) {
   std::vector<std::size_t> accepted;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     if (!out[i].refusal) accepted.push_back(i);
   }
-  std::stable_sort(accepted.begin(), accepted.end(), [&](std::size_t a, std::size_t b) {
-    return requests[a]->persistence_id < requests[b]->persistence_id;
-  });
+  std::stable_sort(accepted.begin(), accepted.end(),
+                   [&](std::size_t a, std::size_t b) { return numbers[a] < numbers[b]; });
   pqxx::stream_to copy(
       s.t, "journal",
-      std::vector<std::string>{"pid", "seq", "type_name", "version", "payload", "epoch"});
+      std::vector<std::string>{"pid_id", "seq", "type_name", "version", "payload", "epoch"});
   for (auto i : accepted) {
     const auto& r = *requests[i];
     auto seq = static_cast<long long>(r.expected_next);
     auto epoch = static_cast<long long>(r.epoch);
     for (const auto& e : r.events) {
-      copy << std::make_tuple(r.persistence_id, seq++, e.manifest.type_name,
+      copy << std::make_tuple(static_cast<long long>(numbers[i]), seq++, e.manifest.type_name,
                               static_cast<long long>(e.manifest.version), bytea_hex(e.payload),
                               epoch);
     }
@@ -61,6 +60,7 @@ std::vector<run_outcome> append_run(write_session& s,
   // heads change here, before the rows are written: if writing fails, the writer forgets them.
   std::vector<std::string> raised;
   std::vector<long long> raised_to;
+  std::vector<pid_head*> heads(requests.size());  // of the accepted requests; map nodes are stable
   std::size_t accepted = 0;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const auto& r = *requests[i];
@@ -70,7 +70,7 @@ std::vector<run_outcome> append_run(write_session& s,
       continue;
     }
     // The cache never knows more than the journal; when the caller does, read the journal again.
-    if (r.expected_next > h.highest + 1) s.heads.reload_highest(s.t, r.persistence_id, h);
+    if (r.expected_next > h.highest + 1) s.heads.reload_highest(s.t, h);
     if (r.expected_next != h.highest + 1) {
       out[i].refusal = std::make_exception_ptr(sequence_refusal(r, h.highest));
       continue;
@@ -83,20 +83,37 @@ std::vector<run_outcome> append_run(write_session& s,
       h.fence = r.epoch;
     }
     h.highest = last;
+    heads[i] = &h;
     out[i].result = last;
     ++accepted;
+  }
+  if (accepted > 0) {
+    // Ids appended to for the first time get their numbers, all in one go.
+    std::vector<std::string> unnumbered;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (heads[i] != nullptr && heads[i]->number == 0) {
+        unnumbered.push_back(requests[i]->persistence_id);
+      }
+    }
+    std::sort(unnumbered.begin(), unnumbered.end());
+    unnumbered.erase(std::unique(unnumbered.begin(), unnumbered.end()), unnumbered.end());
+    s.heads.number_ids(s.t, std::move(unnumbered));
+  }
+  std::vector<std::int64_t> numbers(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (heads[i] != nullptr) numbers[i] = heads[i]->number;
   }
   if (accepted == 1 && requests.size() == 1) {
     // One request: an INSERT costs one round trip where a COPY costs two.
     const auto& r = *requests[0];
     auto seq = static_cast<long long>(r.expected_next);
     for (const auto& e : r.events) {
-      s.t.exec_prepared("insert_event", r.persistence_id, seq++, e.manifest.type_name,
+      s.t.exec_prepared("insert_event", numbers[0], seq++, e.manifest.type_name,
                         static_cast<long long>(e.manifest.version), bytea(e.payload),
                         static_cast<long long>(r.epoch));
     }
   } else if (accepted > 0) {
-    copy_events(s, requests, out);
+    copy_events(s, requests, out, numbers);
   }
   // Later requests of one id may raise its fence again: the highest is what the run leaves.
   if (!raised.empty()) {

@@ -39,13 +39,14 @@ revision_nr stored_revision(pqxx::transaction_base& t, const std::string& pid) {
 sequence_nr append(write_session& s, const append_request& r) {
   auto& h = check_fence(s, r.persistence_id, r.epoch, true);
   // The cache never knows more than the journal; when the caller does, read the journal again.
-  if (r.expected_next > h.highest + 1) s.heads.reload_highest(s.t, r.persistence_id, h);
+  if (r.expected_next > h.highest + 1) s.heads.reload_highest(s.t, h);
   if (r.expected_next != h.highest + 1) throw sequence_refusal(r, h.highest);
   auto epoch = bigint(r.epoch);
+  if (h.number == 0) s.heads.number_ids(s.t, {r.persistence_id});
   sequence_nr seq = r.expected_next;
   try {
     for (const auto& e : r.events) {
-      s.t.exec_prepared("insert_event", r.persistence_id, bigint(seq), e.manifest.type_name,
+      s.t.exec_prepared("insert_event", h.number, bigint(seq), e.manifest.type_name,
                         static_cast<long long>(e.manifest.version), bytea(e.payload), epoch);
       ++seq;
     }
@@ -66,11 +67,11 @@ sequence_nr append(write_session& s, const append_request& r) {
 void delete_to(write_session& s, const delete_events_request& r) {
   auto& h = check_fence(s, r.persistence_id, r.epoch, true);
   // Exact: the group holds the fence generation exclusively, so no append runs meanwhile.
-  s.heads.reload_highest(s.t, r.persistence_id, h);
+  s.heads.reload_highest(s.t, h);
   if (h.highest > 0) {
     // The floor keeps the highest number taken once the events are gone.
     s.t.exec_prepared("set_floor", r.persistence_id, bigint(h.highest));
-    s.t.exec_prepared("delete_events", r.persistence_id, clamp(r.to));
+    if (h.number != 0) s.t.exec_prepared("delete_events", h.number, clamp(r.to));
   }
   if (r.epoch > h.fence) s.t.exec_prepared("raise_fence", r.persistence_id, bigint(r.epoch));
   if (h.highest > 0 || r.epoch > h.fence) s.heads.changed_fences();

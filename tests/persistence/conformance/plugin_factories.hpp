@@ -131,7 +131,8 @@ struct postgres_factory {
     pqxx::connection c(*postgres_url());
     pqxx::work t(c);
     auto r =
-        t.exec_params("UPDATE " + schema + ".journal SET version = 0 WHERE pid = $1 AND seq = $2",
+        t.exec_params("UPDATE " + schema + ".journal SET version = 0 WHERE seq = $2 AND pid_id = " +
+                          "(SELECT id FROM " + schema + ".persistence_ids WHERE pid = $1)",
                       persistence_id, static_cast<long long>(sequence));
     t.commit();
     return r.affected_rows() == 1;
