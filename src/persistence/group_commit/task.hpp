@@ -6,6 +6,7 @@
 #include <troupe/persistence/detail/completion.hpp>
 #include <troupe/persistence/errc.hpp>
 
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -46,6 +47,21 @@ class task {
   /// handler without an executor runs right here, and if it throws, ending the process beats
   /// leaving the rest of its group commit uncompleted.
   virtual void complete() noexcept = 0;
+};
+
+/// The outcome of a write done in one go with others of its kind: its result (a sequence number,
+/// a revision) or its refusal.
+struct run_outcome {
+  std::uint64_t result = 0;
+  std::exception_ptr refusal;
+};
+
+/// The body of a write done alone: `Run(context, request)`, keeping the request readable for a
+/// worker that does such writes in runs.
+template <class Context, class Request, class T, T (*Run)(Context&, const Request&)>
+struct run_alone {
+  Request request;
+  T operator()(Context& c) const { return Run(c, request); }
 };
 
 /// Keeps every failure of a task body as its outcome.

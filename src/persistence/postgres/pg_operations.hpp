@@ -6,6 +6,7 @@
 
 #include <troupe/persistence/records.hpp>
 
+#include "persistence/group_commit/task.hpp"
 #include "persistence/postgres/pg_heads.hpp"
 
 #include <pqxx/connection>
@@ -52,11 +53,7 @@ void update_remembered(write_session& s, const remember_update& u);
 
 // -- writes, many in one go ------------------------------------------------------
 
-/// The outcome of one write of a run: its result (last sequence number, revision) or refusal.
-struct run_outcome {
-  std::uint64_t result = 0;
-  std::exception_ptr refusal;
-};
+using group_commit::run_outcome;
 
 /// Appends a run of requests: the checks in memory against the cached heads, in request order;
 /// the events of the accepted requests in one COPY (one INSERT for a single request); the raised

@@ -39,25 +39,20 @@ std::exception_ptr escalate_connection_failures::kept(std::exception_ptr e) {
 
 namespace {
 
-/// The body of an append or an upsert done alone: `Run(session, request)`.
-template <class Request, class T, T (*Run)(write_session&, const Request&)>
-struct run_alone {
-  Request request;
-  T operator()(write_session& s) const { return Run(s, request); }
-};
-
 /// An append or an upsert: a task that can also be done in a run with others of its kind.
 template <class Request, class T, T (*Run)(write_session&, const Request&)>
+using alone = group_commit::run_alone<write_session, Request, T, Run>;
+
+template <class Request, class T, T (*Run)(write_session&, const Request&)>
 class run_task final
-    : public group_commit::typed_task<write_task, T, completion<T>, run_alone<Request, T, Run>,
+    : public group_commit::typed_task<write_task, T, completion<T>, alone<Request, T, Run>,
                                       escalate_connection_failures> {
-  using base = group_commit::typed_task<write_task, T, completion<T>, run_alone<Request, T, Run>,
+  using base = group_commit::typed_task<write_task, T, completion<T>, alone<Request, T, Run>,
                                         escalate_connection_failures>;
   static constexpr bool is_append = std::is_same_v<Request, append_request>;
 
  public:
-  run_task(Request r, completion<T> h)
-      : base(std::move(h), run_alone<Request, T, Run>{std::move(r)}) {}
+  run_task(Request r, completion<T> h) : base(std::move(h), alone<Request, T, Run>{std::move(r)}) {}
 
   [[nodiscard]] write_info info() const noexcept override {
     const auto& r = this->body().request;

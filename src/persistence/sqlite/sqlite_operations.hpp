@@ -5,6 +5,7 @@
 
 #include <troupe/persistence/records.hpp>
 
+#include "persistence/group_commit/task.hpp"
 #include "persistence/sqlite/sqlite_connection.hpp"
 #include "persistence/sqlite/sqlite_heads.hpp"
 
@@ -38,6 +39,12 @@ void delete_snapshots(write_session& s, const snapshot_delete& d);
 revision_nr upsert_state(write_session& s, const state_write& w);
 void delete_state(write_session& s, const state_delete& d);
 void update_remembered(write_session& s, const remember_update& u);
+
+/// Appends a run of requests: the checks in memory against the cached heads, in request order,
+/// then the events of the accepted ones with INSERTs of many rows each. Refusals are outcomes;
+/// any other failure is thrown (and the writer redoes the group with savepoints).
+std::vector<group_commit::run_outcome> append_run(
+    write_session& s, const std::vector<const append_request*>& requests);
 
 // -- reads -------------------------------------------------------------------
 std::vector<event_record> read_events(connection& c, const read_request& r);

@@ -35,8 +35,7 @@ class sqlite_journal final : public journal {
 
  protected:
   void do_append(append_request r, completion<sequence_nr> h) override {
-    w_.writer.submit(make_task<write_task, sequence_nr>(
-        std::move(h), [r = std::move(r)](write_session& s) { return sqlite::append(s, r); }));
+    w_.writer.submit(sqlite::make_append_task(std::move(r), std::move(h)));
   }
   void do_read(read_request r, completion<std::vector<event_record>> h) override {
     w_.reader.submit(make_task<read_task, std::vector<event_record>>(

@@ -1,6 +1,35 @@
 #include "persistence/sqlite/sqlite_worker.hpp"
 
+#include <vector>
+
 namespace troupe::persistence::sqlite {
+
+namespace {
+
+using append_alone = group_commit::run_alone<write_session, append_request, sequence_nr, &append>;
+
+/// An append: a task that can also be done in a run of appends.
+class append_task final : public group_commit::typed_task<write_task, sequence_nr,
+                                                          completion<sequence_nr>, append_alone> {
+ public:
+  append_task(append_request r, completion<sequence_nr> h)
+      : typed_task(std::move(h), append_alone{std::move(r)}) {}
+
+  [[nodiscard]] const append_request* append() const noexcept override { return &body().request; }
+  void set_outcome(group_commit::run_outcome outcome) noexcept override {
+    if (outcome.refusal) {
+      fail(std::move(outcome.refusal));
+    } else {
+      set_result(outcome.result);
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<write_task> make_append_task(append_request r, completion<sequence_nr> h) {
+  return std::make_unique<append_task>(std::move(r), std::move(h));
+}
 
 // -- writer ------------------------------------------------------------------
 
@@ -36,25 +65,11 @@ bool writer::try_group(batch& b, bool savepoints) {
   try {
     c.prepare("BEGIN IMMEDIATE").run();
     heads_.check_data_version(c);
-    for (auto& t : b) {
-      if (savepoints) c.prepare("SAVEPOINT write").run();
-      bool ok = t->run(session_);
-      if (!ok && c.autocommit()) {
-        // SQLite rolled the whole transaction back (I/O error, disk full): the writes before
-        // this one are gone too.
-        throw persistence_error(errc::store_failure,
-                                "SQLite rolled back a group commit after a failed write");
-      }
-      if (savepoints) {
-        if (!ok) {
-          c.prepare("ROLLBACK TO write").run();
-          heads_.clear();  // the cache may hold what the rolled back write changed
-        }
-        c.prepare("RELEASE write").run();
-      } else if (!ok && !t->refused_cleanly()) {
-        rollback();
-        return false;
-      }
+    if (savepoints) {
+      run_with_savepoints(b);
+    } else if (!run_in_runs(b)) {
+      rollback();
+      return false;
     }
     c.prepare("COMMIT").run();
     transactions_.fetch_add(1, std::memory_order_relaxed);
@@ -62,6 +77,54 @@ bool writer::try_group(batch& b, bool savepoints) {
     auto failure = std::current_exception();
     rollback();
     for (auto& t : b) t->fail(failure);
+  }
+  return true;
+}
+
+void writer::check_still_open(bool ok) const {
+  if (!ok && connection_->autocommit()) {
+    // SQLite rolled the whole transaction back (I/O error, disk full): the writes before this
+    // one are gone too.
+    throw persistence_error(errc::store_failure,
+                            "SQLite rolled back a group commit after a failed write");
+  }
+}
+
+void writer::run_with_savepoints(batch& b) {
+  auto& c = *connection_;
+  for (auto& t : b) {
+    c.prepare("SAVEPOINT write").run();
+    bool ok = t->run(session_);
+    check_still_open(ok);
+    if (!ok) {
+      c.prepare("ROLLBACK TO write").run();
+      heads_.clear();  // the cache may hold what the rolled back write changed
+    }
+    c.prepare("RELEASE write").run();
+  }
+}
+
+bool writer::run_in_runs(batch& b) {
+  std::size_t i = 0;
+  while (i < b.size()) {
+    if (b[i]->append() == nullptr) {
+      bool ok = b[i]->run(session_);
+      check_still_open(ok);
+      if (!ok && !b[i]->refused_cleanly()) return false;
+      ++i;
+      continue;
+    }
+    std::vector<const append_request*> run;
+    std::size_t end = i;
+    for (; end < b.size() && b[end]->append() != nullptr; ++end) run.push_back(b[end]->append());
+    std::vector<group_commit::run_outcome> outcomes;
+    try {
+      outcomes = append_run(session_, run);
+    } catch (...) {
+      return false;  // redo with a savepoint per write, so that only the failing one fails
+    }
+    for (std::size_t k = 0; k < outcomes.size(); ++k) b[i + k]->set_outcome(std::move(outcomes[k]));
+    i = end;
   }
   return true;
 }

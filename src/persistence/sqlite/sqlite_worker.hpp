@@ -21,7 +21,13 @@
 namespace troupe::persistence::sqlite {
 
 /// A write, run on the writer's session.
-using write_task = group_commit::task<write_session>;
+class write_task : public group_commit::task<write_session> {
+ public:
+  /// For an append: the request, so the writer can take a run of appends in one go.
+  [[nodiscard]] virtual const append_request* append() const noexcept { return nullptr; }
+  /// For an append done in a run: its outcome.
+  virtual void set_outcome(group_commit::run_outcome /*outcome*/) noexcept {}
+};
 /// A read, run on the reader's connection.
 using read_task = group_commit::task<connection>;
 
@@ -32,6 +38,9 @@ std::unique_ptr<Task> make_task(Handler h, Fn fn) {
   return std::make_unique<group_commit::typed_task<Task, T, Handler, Fn>>(std::move(h),
                                                                           std::move(fn));
 }
+
+/// Makes an append: in a run of appends it goes in with the others, alone it runs sqlite::append.
+std::unique_ptr<write_task> make_append_task(append_request r, completion<sequence_nr> h);
 
 /// The thread owning the write connection, committing what is queued in groups.
 class writer {
@@ -61,6 +70,12 @@ class writer {
   void loop();
   void run_group(batch& b);
   bool try_group(batch& b, bool savepoints);
+  /// Runs the writes in order, runs of appends in one go; false when one failed mid-way.
+  bool run_in_runs(batch& b);
+  /// Runs each write in a savepoint of its own, so that a failed one is rolled back alone.
+  void run_with_savepoints(batch& b);
+  /// Throws when a failed write made SQLite roll the whole transaction back.
+  void check_still_open(bool ok) const;
   void rollback() noexcept;
 
   std::unique_ptr<connection> connection_;

@@ -5,18 +5,19 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace troupe::persistence::sqlite {
 
 namespace {
 
 // Fences are keyed by scope: 'p' for a persistence id, 's' for a shard's remembered entities.
-constexpr std::uint64_t max_epoch = std::numeric_limits<std::int64_t>::max();
+constexpr std::uint64_t max_integer = std::numeric_limits<std::int64_t>::max();
 
 ownership_epoch stored_fence(connection& c, const char* scope, const std::string& key) {
   auto s = c.prepare("SELECT epoch FROM fences WHERE scope = ?1 AND key = ?2");
   s.bind(1, std::string_view(scope)).bind(2, key);
-  return s.step() ? s.unsigned_integer(0, "fence epoch", 0, max_epoch) : 0;
+  return s.step() ? s.unsigned_integer(0, "fence epoch", 0, max_integer) : 0;
 }
 
 [[noreturn]] void refuse_epoch(const std::string& name, ownership_epoch epoch,
@@ -54,6 +55,72 @@ ownership_epoch check_pid_fence(write_session& s, const std::string& pid, owners
   return fence;
 }
 
+void check_append(const append_request& r, const journal_head& head) {
+  if (r.epoch < head.fence) refuse_epoch(r.persistence_id, r.epoch, head.fence);
+  if (r.expected_next != head.highest + 1) {
+    throw persistence_error(errc::sequence_conflict,
+                            "append to " + r.persistence_id + " expected next " +
+                                std::to_string(r.expected_next) + ", highest is " +
+                                std::to_string(head.highest));
+  }
+}
+
+/// Gives a persistence id its number in the journal (on its first append).
+std::int64_t number_id(connection& c, const std::string& pid) {
+  c.prepare("INSERT INTO persistence_ids(pid) VALUES (?1)").bind(1, pid).run();
+  return c.last_insert_rowid();
+}
+
+/// One event to insert.
+struct journal_row {
+  std::int64_t number;
+  sequence_nr seq;
+  const serialized* event;
+  ownership_epoch epoch;
+};
+
+/// Rows per INSERT of many rows: SQLite runs one statement for them, not one each.
+constexpr std::size_t rows_per_insert = 32;
+
+const char* insert_many_sql() {
+  static const std::string sql = [] {
+    std::string out =
+        "INSERT INTO journal(pid_id, seq, type_name, version, payload, epoch) VALUES ";
+    for (std::size_t k = 0; k < rows_per_insert; ++k)
+      out += k == 0 ? "(?,?,?,?,?,?)" : ",(?,?,?,?,?,?)";
+    return out;
+  }();
+  return sql.c_str();  // stable: the connection caches statements by this address
+}
+
+void bind_row(statement& st, int first, const journal_row& row) {
+  st.bind(first, row.number)
+      .bind(first + 1, static_cast<std::int64_t>(row.seq))
+      .bind(first + 2, row.event->manifest.type_name)
+      .bind(first + 3, std::int64_t{row.event->manifest.version})
+      .bind(first + 4, row.event->payload)
+      .bind(first + 5, static_cast<std::int64_t>(row.epoch));
+}
+
+/// Inserts the rows (their numbers were checked to fit), many per statement.
+void insert_rows(connection& c, const std::vector<journal_row>& rows) {
+  std::size_t i = 0;
+  for (; i + rows_per_insert <= rows.size(); i += rows_per_insert) {
+    auto st = c.prepare(insert_many_sql());
+    for (std::size_t k = 0; k < rows_per_insert; ++k) {
+      bind_row(st, static_cast<int>(k * 6 + 1), rows[i + k]);
+    }
+    st.run();
+  }
+  for (; i < rows.size(); ++i) {
+    auto st = c.prepare(
+        "INSERT INTO journal(pid_id, seq, type_name, version, payload, epoch) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    bind_row(st, 1, rows[i]);
+    st.run();
+  }
+}
+
 std::string shard_key(const remember_update& u) {
   // The shard number first: it holds no ':', so the key is injective.
   return std::to_string(u.shard) + ":" + u.type_name;
@@ -62,7 +129,7 @@ std::string shard_key(const remember_update& u) {
 revision_nr stored_revision(connection& c, const std::string& pid) {
   auto s = c.prepare("SELECT revision FROM durable_state WHERE pid = ?1");
   s.bind(1, pid);
-  return s.step() ? s.unsigned_integer(0, "state revision", 1, max_epoch) : 0;
+  return s.step() ? s.unsigned_integer(0, "state revision", 1, max_integer) : 0;
 }
 
 void check_revision(connection& c, const std::string& pid, revision_nr expected) {
@@ -77,20 +144,10 @@ void check_revision(connection& c, const std::string& pid, revision_nr expected)
 }  // namespace
 
 sequence_nr append(write_session& s, const append_request& r) {
-  // The hot path of every persistent entity: the checks against the cached head, then the rows.
+  // A run of appends goes through append_run; this is an append alone (in a savepoint).
   auto& head = s.heads.get(s.db, r.persistence_id);
-  if (r.epoch < head.fence) refuse_epoch(r.persistence_id, r.epoch, head.fence);
-  if (r.expected_next != head.highest + 1) {
-    throw persistence_error(errc::sequence_conflict,
-                            "append to " + r.persistence_id + " expected next " +
-                                std::to_string(r.expected_next) + ", highest is " +
-                                std::to_string(head.highest));
-  }
-  auto number = head.number;
-  if (number == 0) {
-    s.db.prepare("INSERT INTO persistence_ids(pid) VALUES (?1)").bind(1, r.persistence_id).run();
-    number = s.db.last_insert_rowid();
-  }
+  check_append(r, head);
+  auto number = head.number != 0 ? head.number : number_id(s.db, r.persistence_id);
   sequence_nr seq = r.expected_next;
   for (const auto& e : r.events) {
     s.db.prepare(
@@ -114,6 +171,39 @@ sequence_nr append(write_session& s, const append_request& r) {
   return seq - 1;
 }
 
+std::vector<group_commit::run_outcome> append_run(
+    write_session& s, const std::vector<const append_request*>& requests) {
+  std::vector<group_commit::run_outcome> out(requests.size());
+  std::vector<journal_row> rows;
+  // The checks, in request order, against the heads as the earlier requests leave them. The
+  // heads change before the rows are written: if writing fails, the writer's rollback clears them.
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const auto& r = *requests[i];
+    auto& head = s.heads.get(s.db, r.persistence_id);
+    try {
+      check_append(r, head);
+    } catch (const persistence_error&) {
+      out[i].refusal = std::current_exception();
+      continue;
+    }
+    auto last = r.expected_next + r.events.size() - 1;
+    if (last > max_integer || r.epoch > max_integer || last < r.expected_next) {
+      throw persistence_error(errc::invalid_request, "append to " + r.persistence_id +
+                                                         ": a number is too large for SQLite");
+    }
+    auto number = head.number != 0 ? head.number : number_id(s.db, r.persistence_id);
+    sequence_nr seq = r.expected_next;
+    for (const auto& e : r.events) rows.push_back({number, seq++, &e, r.epoch});
+    raise_fence(s.db, "p", r.persistence_id, head.fence, r.epoch);
+    head.number = number;
+    head.highest = last;
+    head.fence = std::max(head.fence, r.epoch);
+    out[i].result = last;
+  }
+  insert_rows(s.db, rows);
+  return out;
+}
+
 void delete_to(write_session& s, const delete_events_request& r) {
   auto fence = check_fence(s.db, "p", r.persistence_id, r.persistence_id, r.epoch);
   const journal_head head = s.heads.get(s.db, r.persistence_id);
@@ -127,7 +217,7 @@ void delete_to(write_session& s, const delete_events_request& r) {
       .run();
   s.db.prepare("DELETE FROM journal WHERE pid_id = ?1 AND seq <= ?2")
       .bind(1, head.number)
-      .bind(2, static_cast<std::int64_t>(std::min<std::uint64_t>(r.to, max_epoch)))
+      .bind(2, static_cast<std::int64_t>(std::min<std::uint64_t>(r.to, max_integer)))
       .run();
   raise_fence(s.db, "p", r.persistence_id, fence, r.epoch);
 }
@@ -151,7 +241,7 @@ void delete_snapshots(write_session& s, const snapshot_delete& d) {
   auto fence = check_pid_fence(s, d.persistence_id, d.epoch);
   s.db.prepare("DELETE FROM snapshots WHERE pid = ?1 AND seq <= ?2")
       .bind(1, d.persistence_id)
-      .bind(2, static_cast<std::int64_t>(std::min<std::uint64_t>(d.max_sequence, max_epoch)))
+      .bind(2, static_cast<std::int64_t>(std::min<std::uint64_t>(d.max_sequence, max_integer)))
       .run();
   raise_fence(s.db, "p", d.persistence_id, fence, d.epoch);
 }
