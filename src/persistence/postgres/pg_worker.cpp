@@ -104,7 +104,7 @@ void writer::loop() {
   while (queue_.take(b, max_batch_)) {
     run_group(b);
     tasks_run_.fetch_add(b.size(), std::memory_order_relaxed);
-    for (auto& t : b) t->complete();
+    completer_.hand_over(std::move(b));
     b.clear();
   }
 }

@@ -10,6 +10,7 @@
 
 #include <troupe/persistence/detail/completion.hpp>
 
+#include "persistence/group_commit/completer.hpp"
 #include "persistence/group_commit/task.hpp"
 #include "persistence/group_commit/task_queue.hpp"
 #include "persistence/postgres/pg_heads.hpp"
@@ -143,6 +144,8 @@ class writer {
   group_commit::task_queue<write_task> queue_{"PostgreSQL store"};
   std::atomic<std::uint64_t> tasks_run_{0};
   std::atomic<std::uint64_t> transactions_{0};
+  // Before the thread: destroyed after it, so it completes every batch the writer handed over.
+  group_commit::completer<write_task> completer_;
   std::thread thread_;
 };
 

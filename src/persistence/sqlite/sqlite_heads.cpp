@@ -36,7 +36,6 @@ journal_head read_head(connection& c, const std::string& persistence_id) {
 journal_head& journal_heads::get(connection& c, const std::string& persistence_id) {
   if (auto it = heads_.find(persistence_id); it != heads_.end()) return it->second;
   auto h = read_head(c, persistence_id);  // throws on a corrupt row: nothing is cached then
-  if (heads_.size() >= max_entries) heads_.clear();
   return heads_.emplace(persistence_id, h).first->second;
 }
 

@@ -32,7 +32,8 @@ struct journal_head {
 /// The heads the writer has read or written, up to a bound.
 class journal_heads {
  public:
-  /// At most this many ids are kept; past it the cache starts again empty (a miss costs a read).
+  /// At most this many ids are kept after a commit; past it the cache starts again empty (a
+  /// miss costs a read).
   static constexpr std::size_t max_entries = std::size_t{1} << 18;
 
   /// The id's head, read from the database on a miss (inside the open transaction).
@@ -41,6 +42,11 @@ class journal_heads {
   void forget(const std::string& persistence_id) { heads_.erase(persistence_id); }
   /// Drops everything (after a rollback, or another connection's commit).
   void clear() noexcept { heads_.clear(); }
+  /// After a commit: starts again empty when the cache has grown past max_entries. Never during
+  /// a transaction, whose writes hold references to their heads and rely on them.
+  void trim() noexcept {
+    if (heads_.size() > max_entries) heads_.clear();
+  }
 
   /// Clears the cache when another connection has committed since the last call; call it at the
   /// start of each transaction, after taking the write lock.

@@ -50,7 +50,7 @@ void writer::loop() {
   while (queue_.take(b, max_batch_)) {
     run_group(b);
     tasks_run_.fetch_add(b.size(), std::memory_order_relaxed);
-    for (auto& t : b) t->complete();
+    completer_.hand_over(std::move(b));
     b.clear();
   }
 }
@@ -72,6 +72,7 @@ bool writer::try_group(batch& b, bool savepoints) {
       return false;
     }
     c.prepare("COMMIT").run();
+    heads_.trim();
     transactions_.fetch_add(1, std::memory_order_relaxed);
   } catch (...) {
     auto failure = std::current_exception();

@@ -5,6 +5,7 @@
 // any other failure makes the writer redo the group with one savepoint per write, so that failure
 // is rolled back alone. The reader owns a read-only connection and runs tasks one by one.
 
+#include "persistence/group_commit/completer.hpp"
 #include "persistence/group_commit/task.hpp"
 #include "persistence/group_commit/task_queue.hpp"
 #include "persistence/sqlite/sqlite_connection.hpp"
@@ -85,6 +86,8 @@ class writer {
   group_commit::task_queue<write_task> queue_{"SQLite store"};
   std::atomic<std::uint64_t> tasks_run_{0};
   std::atomic<std::uint64_t> transactions_{0};
+  // Before the thread: destroyed after it, so it completes every batch the writer handed over.
+  group_commit::completer<write_task> completer_;
   std::thread thread_;
 };
 
