@@ -120,11 +120,11 @@ class sqlite_remember_entities final : public remember_entities_store {
 std::unique_ptr<connection> open_writer(const sqlite_options& o) {
   auto c = std::make_unique<connection>(o.file, false, o.busy_timeout);
   c->exec("PRAGMA journal_mode = WAL");
-  // A group commit dirties thousands of pages (one journal leaf per persistence id). With
-  // SQLite's default (a checkpoint once the WAL holds 1,000 pages) nearly every commit would
-  // also checkpoint, in this thread; every 20,000 pages (~80 MB of WAL) doubles the append
-  // rate (troupe_bench_persistence: persist 28 k -> 58 k events/s). The writer's page cache
-  // (128 MB) keeps the journal's recently written leaves in memory.
+  // A group commit dirties hundreds of pages (the journal's last pages and the index leaves of the
+  // ids it wrote). With SQLite's default (a checkpoint once the WAL holds 1,000 pages) nearly
+  // every commit would also checkpoint, in this thread; every 20,000 pages (~80 MB of WAL) keeps
+  // that to one checkpoint per ~25 group commits. The writer's page cache (128 MB) keeps the
+  // index's recently written leaves in memory.
   c->exec("PRAGMA wal_autocheckpoint = 20000");
   c->exec("PRAGMA cache_size = -131072");
   c->exec(o.durability == sqlite_durability::full ? "PRAGMA synchronous = FULL"
