@@ -1,9 +1,11 @@
 // ctest-labels: concurrency
 // What only the PostgreSQL plugin promises: it survives the server dropping its connections,
-// creating its schema is idempotent (also when several plugins start together), two plugins over
-// one schema (two nodes) never interleave a journal, and a bad URL fails at open with a clear
-// error that does not show the password. The cases that need a server skip unless TROUPE_PG_URL
-// names one (scripts/test.sh starts one).
+// creating its schema is idempotent (also when several plugins start together), a version 1
+// schema is moved to the current one, two plugins over one schema (two nodes) never interleave a
+// journal and each sees the other's appends, fences, deletes and states despite its cache, a
+// write failing with an SQL error in a group fails alone, and a bad URL fails at open with a
+// clear error that does not show the password. The cases that need a server skip unless
+// TROUPE_PG_URL names one (scripts/test.sh starts one).
 #include <troupe/persistence/errc.hpp>
 #include <troupe/persistence/postgres_plugin.hpp>
 
@@ -148,6 +150,111 @@ TEST_F(PostgresPlugin, TwoPluginsOverOneSchemaNeverInterleaveAJournal) {
     ASSERT_EQ(events.size(), 10U);
     for (sequence_nr k = 0; k < 10; ++k) EXPECT_EQ(events[k].sequence, k + 1);
   }
+}
+
+TEST_F(PostgresPlugin, EachNodeSeesWhatTheOtherWroteBeforeItsOwnWriteCounts) {
+  // Each writer caches the heads of the ids it wrote; the other node's appends, fences, deletes
+  // and states must still decide the outcome of its next write.
+  auto a = open();
+  auto b = open();
+  auto append_on = [](plugin& p, append_request r) {
+    return error_of(p.journal().async_append(std::move(r), use_future));
+  };
+  EXPECT_EQ(append(*a, "p", 1, "a1"), 1U);
+  EXPECT_EQ(append(*b, "p", 2, "b2"), 2U);
+  EXPECT_EQ(append_on(*a, {"p", 2, {value_of("stale")}, 0}), errc::sequence_conflict);
+  EXPECT_EQ(append(*a, "p", 3, "a3"), 3U);
+
+  // A fence raised on b refuses a's lower epoch, whether a expects to raise it or not.
+  EXPECT_EQ(append(*a, "q", 1, "a1"), 1U);
+  EXPECT_EQ(b->journal().async_append({"q", 2, {value_of("b2")}, 5}, use_future).get(), 2U);
+  EXPECT_EQ(append_on(*a, {"q", 3, {value_of("old")}, 4}), errc::epoch_fenced);
+  EXPECT_EQ(append_on(*a, {"q", 3, {value_of("older")}, 0}), errc::epoch_fenced);
+
+  // Events b deleted keep their numbers taken for a.
+  EXPECT_EQ(append(*a, "r", 1, "a1"), 1U);
+  EXPECT_EQ(append(*b, "r", 2, "b2"), 2U);
+  b->journal().async_delete_to({"r", 2, 0}, use_future).get();
+  EXPECT_EQ(append_on(*a, {"r", 2, {value_of("reused")}, 0}), errc::sequence_conflict);
+  EXPECT_EQ(append(*a, "r", 3, "a3"), 3U);
+
+  // A durable state written by b is not overwritten by a's stale revision.
+  EXPECT_EQ(a->durable_state().async_upsert({"s", 0, value_of("a"), 0}, use_future).get(), 1U);
+  EXPECT_EQ(b->durable_state().async_upsert({"s", 1, value_of("b"), 0}, use_future).get(), 2U);
+  EXPECT_EQ(error_of(a->durable_state().async_upsert({"s", 1, value_of("stale"), 0}, use_future)),
+            errc::revision_conflict);
+
+  auto events = b->journal().async_read({"p"}, use_future).get();
+  ASSERT_EQ(events.size(), 3U);
+  EXPECT_EQ(text_of(events[2].event), "a3");
+  EXPECT_EQ(b->journal().async_highest_sequence_nr("r", use_future).get(), 3U);
+  EXPECT_EQ(text_of(b->durable_state().async_get("s", use_future).get()->value), "b");
+}
+
+TEST_F(PostgresPlugin, AWriteFailingWithAnSqlErrorFailsAloneInItsGroup) {
+  // PostgreSQL refuses text that is not UTF-8 with an error that aborts the transaction: the
+  // group is redone with a savepoint per write, and only the bad writes fail.
+  auto store = open();
+  auto& journal = store->journal();
+  append(*store, "setup", 1, "s");
+  std::vector<std::future<sequence_nr>> good;
+  for (int i = 0; i < 20; ++i) {
+    good.push_back(
+        journal.async_append({"good-" + std::to_string(i), 1, {value_of("g")}, 0}, use_future));
+  }
+  auto bad_append = journal.async_append({"bad\xff", 1, {value_of("x")}, 0}, use_future);
+  auto bad_state =
+      store->durable_state().async_upsert({"s", 0, {{"bad\xff", 1}, {}}, 0}, use_future);
+  auto good_state = store->durable_state().async_upsert({"t", 0, value_of("t"), 0}, use_future);
+  for (int i = 20; i < 40; ++i) {
+    good.push_back(
+        journal.async_append({"good-" + std::to_string(i), 1, {value_of("g")}, 0}, use_future));
+  }
+  EXPECT_EQ(error_of(std::move(bad_append)), errc::store_failure);
+  EXPECT_EQ(error_of(std::move(bad_state)), errc::store_failure);
+  EXPECT_EQ(good_state.get(), 1U);
+  for (auto& f : good) EXPECT_EQ(f.get(), 1U);
+  EXPECT_EQ(journal.async_read({"good-39"}, use_future).get().size(), 1U);
+  EXPECT_EQ(store->durable_state().async_get("s", use_future).get(), std::nullopt);
+}
+
+TEST_F(PostgresPlugin, MovesAVersion1SchemaToTheCurrentOne) {
+  {
+    // Version 1 kept each id's highest sequence number in its fence row, updated by every append.
+    pqxx::connection c(*postgres_url());
+    pqxx::work t(c);
+    const auto& s = factory_.schema;
+    t.exec("CREATE SCHEMA " + s);
+    t.exec("CREATE TABLE " + s + ".schema_version(version integer NOT NULL)");
+    t.exec("INSERT INTO " + s + ".schema_version VALUES (1)");
+    t.exec("CREATE TABLE " + s +
+           ".fences(pid text COLLATE \"C\" PRIMARY KEY, epoch bigint NOT NULL DEFAULT 0,"
+           " highest bigint NOT NULL DEFAULT 0)");
+    t.exec("CREATE TABLE " + s +
+           ".journal(pid text COLLATE \"C\" NOT NULL, seq bigint NOT NULL,"
+           " type_name text NOT NULL, version bigint NOT NULL, payload bytea NOT NULL,"
+           " epoch bigint NOT NULL, PRIMARY KEY(pid, seq))");
+    t.exec("INSERT INTO " + s + ".fences VALUES ('p', 2, 2), ('gone', 0, 7)");
+    t.exec("INSERT INTO " + s +
+           ".journal VALUES ('p', 1, 'test.text', 1, '\\x0161', 2),"
+           " ('p', 2, 'test.text', 1, '\\x0162', 2)");
+    t.commit();
+  }
+  auto store = open();
+  EXPECT_EQ(store->journal().async_highest_sequence_nr("p", use_future).get(), 2U);
+  EXPECT_EQ(store->journal().async_highest_sequence_nr("gone", use_future).get(), 7U);
+  EXPECT_EQ(error_of(store->journal().async_append({"p", 3, {value_of("old")}, 1}, use_future)),
+            errc::epoch_fenced);
+  EXPECT_EQ(store->journal().async_append({"p", 3, {value_of("c")}, 2}, use_future).get(), 3U);
+  EXPECT_EQ(error_of(store->journal().async_append({"gone", 7, {value_of("x")}, 0}, use_future)),
+            errc::sequence_conflict);
+  auto events = store->journal().async_read({"p"}, use_future).get();
+  ASSERT_EQ(events.size(), 3U);
+  EXPECT_EQ(text_of(events[1].event), "b");
+  pqxx::connection c(*postgres_url());
+  pqxx::nontransaction t(c);
+  EXPECT_EQ(
+      t.exec("SELECT max(version) FROM " + factory_.schema + ".schema_version")[0][0].as<int>(), 2);
 }
 
 TEST(PostgresPluginOpen, RefusesAnUnreachableServerWithAClearErrorWithoutThePassword) {

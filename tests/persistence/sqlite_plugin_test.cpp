@@ -1,7 +1,8 @@
 // ctest-labels: concurrency
 // What only the SQLite plugin promises beyond the conformance suite: WAL mode, refusing files it
-// cannot use, finishing queued writes when closed, a refused write inside a group commit leaving
-// the others committed, and completions reaching a coroutine actor on its own executor.
+// cannot use, moving a version 1 file to the current layout, seeing another process's writes to
+// the same file, finishing queued writes when closed, a refused write inside a group commit
+// leaving the others committed, and completions reaching a coroutine actor on its own executor.
 #include <troupe/core/actor_system.hpp>
 #include <troupe/core/async_actor.hpp>
 #include <troupe/persistence/errc.hpp>
@@ -68,6 +69,15 @@ std::string query(const std::filesystem::path& file, const char* sql) {
   return out;
 }
 
+/// Runs SQL (several statements allowed) through its own connection; false on an error.
+bool exec_sql(const std::filesystem::path& file, const char* sql) {
+  sqlite3* db = nullptr;
+  bool ok = sqlite3_open(file.c_str(), &db) == SQLITE_OK &&
+            sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK;
+  sqlite3_close(db);
+  return ok;
+}
+
 tp::errc open_error(const tp::sqlite_options& options) {
   try {
     auto p = tp::open_sqlite_plugin(options);
@@ -81,7 +91,7 @@ TEST(SqlitePlugin, CreatesTheDatabaseInWalMode) {
   temp_dir dir;
   auto store = tp::open_sqlite_plugin({.file = dir.file()});
   EXPECT_EQ(query(dir.file(), "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(query(dir.file(), "PRAGMA user_version"), "1");
+  EXPECT_EQ(query(dir.file(), "PRAGMA user_version"), "2");
 }
 
 TEST(SqlitePlugin, RefusesAFileItCannotOpenOrADatabaseWithANewerSchema) {
@@ -91,6 +101,58 @@ TEST(SqlitePlugin, RefusesAFileItCannotOpenOrADatabaseWithANewerSchema) {
   EXPECT_EQ(open_error({}), tp::errc::invalid_request);
   (void)query(dir.file(), "PRAGMA user_version = 99");
   EXPECT_EQ(open_error({.file = dir.file()}), tp::errc::store_failure);
+}
+
+TEST(SqlitePlugin, MovesAVersion1JournalToTheCurrentLayout) {
+  temp_dir dir;
+  // The tables of version 1 that changed, as that version created them, with a few events and
+  // the floor of an id whose events were deleted.
+  ASSERT_TRUE(
+      exec_sql(dir.file(),
+               "CREATE TABLE journal(pid TEXT NOT NULL, seq INTEGER NOT NULL, type_name TEXT,"
+               "  version INTEGER, payload BLOB, epoch INTEGER, PRIMARY KEY(pid, seq))"
+               "  WITHOUT ROWID;"
+               "CREATE TABLE journal_floors(pid TEXT PRIMARY KEY NOT NULL,"
+               "  highest INTEGER NOT NULL) WITHOUT ROWID;"
+               "INSERT INTO journal VALUES ('b', 1, 'test.text', 1, x'0162', 3),"
+               "  ('a', 2, 'test.text', 1, x'0161', 0), ('a', 1, 'test.text', 1, x'0161', 0);"
+               "INSERT INTO journal_floors VALUES ('gone', 7);"
+               "PRAGMA user_version = 1;"));
+  auto store = tp::open_sqlite_plugin({.file = dir.file()});
+  auto& journal = store->journal();
+  auto a = journal.async_read({"a"}, use_future).get();
+  ASSERT_EQ(a.size(), 2U);
+  EXPECT_EQ(a[1], (tp::event_record{2, text("a"), 0}));
+  EXPECT_EQ(journal.async_read({"b"}, use_future).get(),
+            (std::vector<tp::event_record>{{1, text("b"), 3}}));
+  EXPECT_EQ(journal.async_highest_sequence_nr("gone", use_future).get(), 7U);
+  EXPECT_EQ(journal.async_append({"a", 3, {text("c")}, 0}, use_future).get(), 3U);
+  EXPECT_THROW(journal.async_append({"gone", 1, {text("x")}, 0}, use_future).get(),
+               tp::persistence_error);
+  EXPECT_EQ(query(dir.file(), "PRAGMA user_version"), "2");
+}
+
+TEST(SqlitePlugin, SeesWhatAnotherProcessWroteToTheSameFile) {
+  // Two plugins over one file stand in for two processes: each writer caches the heads of the
+  // journals it wrote, and must notice the other's commits before trusting them.
+  temp_dir dir;
+  auto first = tp::open_sqlite_plugin({.file = dir.file()});
+  auto second = tp::open_sqlite_plugin({.file = dir.file()});
+  auto append = [](tp::plugin& p, tp::append_request r) {
+    return p.journal().async_append(std::move(r), use_future);
+  };
+  EXPECT_EQ(append(*first, {"p", 1, {text("first")}, 0}).get(), 1U);
+  EXPECT_EQ(append(*second, {"p", 2, {text("second")}, 0}).get(), 2U);
+  EXPECT_THROW(append(*first, {"p", 2, {text("stale")}, 0}).get(), tp::persistence_error);
+  EXPECT_EQ(append(*first, {"p", 3, {text("third")}, 0}).get(), 3U);
+  EXPECT_EQ(append(*second, {"q", 1, {text("raises")}, 5}).get(), 1U);
+  try {
+    append(*first, {"q", 2, {text("old epoch")}, 4}).get();
+    ADD_FAILURE() << "appended below the fence another process raised";
+  } catch (const tp::persistence_error& e) {
+    EXPECT_EQ(e.value(), tp::errc::epoch_fenced) << e.what();
+  }
+  EXPECT_EQ(first->journal().async_read({"p"}, use_future).get().size(), 3U);
 }
 
 TEST(SqlitePlugin, FinishesQueuedWritesWhenClosed) {

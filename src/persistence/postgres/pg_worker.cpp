@@ -1,10 +1,12 @@
 #include "persistence/postgres/pg_worker.hpp"
 
+#include <pqxx/except>
 #include <pqxx/nontransaction>
-#include <pqxx/subtransaction>
 #include <pqxx/transaction>
 
 #include <string>
+#include <type_traits>
+#include <unordered_set>
 
 namespace troupe::persistence::pg {
 
@@ -23,129 +25,123 @@ std::exception_ptr as_persistence_error(const std::exception_ptr& e) noexcept {
   }
 }
 
-bool is_refusal(const std::exception_ptr& e) noexcept {
-  if (!e) return false;
+std::exception_ptr escalate_connection_failures::kept(std::exception_ptr e) {
   try {
     std::rethrow_exception(e);
-  } catch (const persistence_error& x) {
-    return x.value() == errc::sequence_conflict || x.value() == errc::epoch_fenced ||
-           x.value() == errc::revision_conflict;
+  } catch (const pqxx::broken_connection&) {
+    throw;
+  } catch (const pqxx::transaction_rollback&) {
+    throw;  // a deadlock with another writer: the writer redoes the whole group
   } catch (...) {
-    return false;
+    return as_persistence_error(e);
   }
 }
 
 namespace {
 
-struct run_append {
-  append_request request;
-  sequence_nr operator()(pqxx::transaction_base& t) const { return append(t, request); }
-};
+/// An append or an upsert: a task that can also be done in a run with others of its kind.
+template <class Request, class T, T (*Run)(write_session&, const Request&)>
+using alone = group_commit::run_alone<write_session, Request, T, Run>;
 
-class append_task final : public typed_task<sequence_nr, completion<sequence_nr>, run_append> {
+template <class Request, class T, T (*Run)(write_session&, const Request&)>
+class run_task final
+    : public group_commit::typed_task<write_task, T, completion<T>, alone<Request, T, Run>,
+                                      escalate_connection_failures> {
+  using base = group_commit::typed_task<write_task, T, completion<T>, alone<Request, T, Run>,
+                                        escalate_connection_failures>;
+  static constexpr bool is_append = std::is_same_v<Request, append_request>;
+
  public:
-  append_task(append_request r, completion<sequence_nr> h)
-      : typed_task(std::move(h), run_append{std::move(r)}) {}
+  run_task(Request r, completion<T> h) : base(std::move(h), alone<Request, T, Run>{std::move(r)}) {}
 
-  [[nodiscard]] const append_request* append() const noexcept override { return &body().request; }
-
-  void set_outcome(append_outcome outcome) noexcept override {
+  [[nodiscard]] write_info info() const noexcept override {
+    const auto& r = this->body().request;
+    return {r.persistence_id, r.epoch, false, is_append};
+  }
+  [[nodiscard]] const append_request* append() const noexcept override {
+    if constexpr (is_append) return &this->body().request;
+    return nullptr;
+  }
+  [[nodiscard]] const state_write* upsert() const noexcept override {
+    if constexpr (!is_append) return &this->body().request;
+    return nullptr;
+  }
+  void set_outcome(run_outcome outcome) noexcept override {
     if (outcome.refusal) {
-      fail(std::move(outcome.refusal));
+      this->fail(std::move(outcome.refusal));
     } else {
-      set_result(outcome.last);
+      this->set_result(outcome.result);
     }
   }
 };
 
 }  // namespace
 
-std::unique_ptr<task> make_append_task(append_request r, completion<sequence_nr> h) {
-  return std::make_unique<append_task>(std::move(r), std::move(h));
+std::unique_ptr<write_task> make_append_task(append_request r, completion<sequence_nr> h) {
+  return std::make_unique<run_task<append_request, sequence_nr, &append>>(std::move(r),
+                                                                          std::move(h));
 }
 
-// -- worker_base -------------------------------------------------------------
-
-void worker_base::submit(std::unique_ptr<task> t) {
-  {
-    std::scoped_lock lock(mutex_);
-    if (!closing_) {
-      queue_.push_back(std::move(t));
-      wake_.notify_one();
-      return;
-    }
-  }
-  t->fail(
-      std::make_exception_ptr(persistence_error(errc::store_closed, "PostgreSQL store closed")));
-  t->complete();
-}
-
-void worker_base::close_and_join() {
-  {
-    std::scoped_lock lock(mutex_);
-    closing_ = true;
-  }
-  wake_.notify_all();
-  for (auto& t : threads_) t.join();
-}
-
-std::deque<std::unique_ptr<task>> worker_base::take(std::size_t max) {
-  std::deque<std::unique_ptr<task>> out;
-  std::unique_lock lock(mutex_);
-  wake_.wait(lock, [this] { return closing_ || !queue_.empty(); });
-  while (!queue_.empty() && out.size() < max) {
-    out.push_back(std::move(queue_.front()));
-    queue_.pop_front();
-  }
-  return out;
+std::unique_ptr<write_task> make_upsert_task(state_write w, completion<revision_nr> h) {
+  return std::make_unique<run_task<state_write, revision_nr, &upsert_state>>(std::move(w),
+                                                                             std::move(h));
 }
 
 // -- writer ------------------------------------------------------------------
 
 writer::writer(session s, std::size_t max_batch)
     : session_(std::move(s)), max_batch_(max_batch == 0 ? 1 : max_batch) {
-  threads_.emplace_back([this] { loop(); });
+  thread_ = std::thread([this] { loop(); });
 }
 
-writer::~writer() { close_and_join(); }
+writer::~writer() {
+  queue_.close();
+  thread_.join();
+}
 
 void writer::loop() {
-  for (;;) {
-    auto batch = take(max_batch_);
-    if (batch.empty()) return;  // closing, and everything queued has run
-    run_group(batch);
-    tasks_run_.fetch_add(batch.size(), std::memory_order_relaxed);
-    for (auto& t : batch) t->complete();
+  batch b;
+  while (queue_.take(b, max_batch_)) {
+    run_group(b);
+    tasks_run_.fetch_add(b.size(), std::memory_order_relaxed);
+    completer_.hand_over(std::move(b));
+    b.clear();
   }
 }
 
-void writer::run_group(std::deque<std::unique_ptr<task>>& batch) {
+void writer::run_group(batch& b) {
   for (int attempt = 0;; ++attempt) {
     try {
       auto& c = session_.get();
       // Savepoints cost two statements per write: take them only when a write failed mid-way.
-      if (!try_group(c, batch, false)) try_group(c, batch, true);
+      if (!try_group(c, b, false)) {
+        heads_.reset();  // they hold what the rolled back transaction wrote
+        try_group(c, b, true);
+      }
       return;
     } catch (const pqxx::in_doubt_error& e) {
       // The connection broke during COMMIT: the transaction may have committed or not, so it
       // must not be redone. The callers learn that the outcome is unknown.
+      heads_.reset();
       session_.reset();
       auto failure = std::make_exception_ptr(persistence_error(
           errc::store_failure,
           std::string("PostgreSQL connection lost while committing; the writes may or may not "
                       "have been stored: ") +
               e.what()));
-      for (auto& t : batch) t->fail(failure);
+      for (auto& t : b) t->fail(failure);
       return;
     } catch (const pqxx::transaction_rollback& e) {
       // PostgreSQL chose this transaction as a deadlock victim (two nodes writing the same ids in
       // different orders) or could not serialize it: nothing committed, so redo the group.
+      heads_.reset();
       if (attempt < 3) continue;
       auto failure = std::make_exception_ptr(
           persistence_error(errc::store_failure, std::string("PostgreSQL: ") + e.what()));
-      for (auto& t : batch) t->fail(failure);
+      for (auto& t : b) t->fail(failure);
       return;
     } catch (...) {
+      heads_.reset();
       auto failure = std::current_exception();
       if (connection_lost(failure)) {
         session_.reset();
@@ -153,54 +149,102 @@ void writer::run_group(std::deque<std::unique_ptr<task>>& batch) {
         if (attempt == 0) continue;
       }
       failure = as_persistence_error(failure);
-      for (auto& t : batch) t->fail(failure);
+      for (auto& t : b) t->fail(failure);
       return;
     }
   }
 }
 
-bool writer::try_group(pqxx::connection& c, std::deque<std::unique_ptr<task>>& batch,
-                       bool savepoints) {
+bool writer::may_change_fences(const batch& b) const {
+  for (const auto& t : b) {
+    auto info = t->info();
+    if (info.deletes_events || heads_.may_raise(info.persistence_id, info.epoch)) return true;
+  }
+  return false;
+}
+
+void writer::load_heads(pqxx::transaction_base& t, const batch& b) {
+  std::vector<head_wanted> wanted;
+  wanted.reserve(b.size());
+  for (const auto& task : b) {
+    auto info = task->info();
+    if (!info.persistence_id.empty()) wanted.push_back({info.persistence_id, info.needs_highest});
+  }
+  heads_.load(t, wanted);
+}
+
+bool writer::try_group(pqxx::connection& c, batch& b, bool savepoints) {
   pqxx::work txn(c);
+  heads_.lock_generation(txn, may_change_fences(b));
   if (savepoints) {
-    for (auto& t : batch) {
-      pqxx::subtransaction sp(txn, "write");
-      if (t->run(sp)) sp.commit();  // otherwise destroying sp rolls back to the savepoint
+    // Savepoints by hand: libpqxx 6.4's subtransaction does not begin (send SAVEPOINT) when its
+    // first statement is a prepared one, so a failed write would abort the whole transaction.
+    write_session s{txn, heads_};
+    for (auto& t : b) {
+      txn.exec("SAVEPOINT write");
+      // A write changes the cached heads only once all its statements succeeded, so rolling
+      // back to the savepoint leaves the cache matching the transaction.
+      txn.exec(t->run(s) ? "RELEASE SAVEPOINT write" : "ROLLBACK TO SAVEPOINT write");
     }
   } else {
-    std::size_t i = 0;
-    while (i < batch.size()) {
-      if (batch[i]->append() == nullptr) {
-        if (!batch[i]->run(txn) && !batch[i]->refused_cleanly()) return false;
+    try {
+      load_heads(txn, b);
+    } catch (const pqxx::broken_connection&) {
+      throw;
+    } catch (const pqxx::transaction_rollback&) {
+      throw;
+    } catch (const pqxx::sql_error&) {
+      return false;  // the redo reads each write's head alone, so that only its write fails
+    } catch (const persistence_error&) {
+      return false;  // a damaged row: likewise
+    }
+    if (!run_in_runs(txn, b)) return false;
+  }
+  heads_.before_commit(txn);
+  txn.commit();
+  heads_.committed();
+  transactions_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool writer::run_in_runs(pqxx::transaction_base& t, batch& b) {
+  write_session s{t, heads_};
+  std::size_t i = 0;
+  while (i < b.size()) {
+    std::size_t end = i;
+    std::vector<run_outcome> outcomes;
+    try {
+      if (b[i]->append() != nullptr) {
+        std::vector<const append_request*> run;
+        for (; end < b.size() && b[end]->append() != nullptr; ++end)
+          run.push_back(b[end]->append());
+        outcomes = append_run(s, run);
+      } else if (b[i]->upsert() != nullptr) {
+        // One row per id in a statement: a second upsert of an id starts the next run.
+        std::vector<const state_write*> run;
+        std::unordered_set<std::string_view> ids;
+        for (; end < b.size() && b[end]->upsert() != nullptr; ++end) {
+          if (!ids.insert(b[end]->upsert()->persistence_id).second) break;
+          run.push_back(b[end]->upsert());
+        }
+        outcomes = upsert_run(s, run);
+      } else {
+        if (!b[i]->run(s) && !b[i]->refused_cleanly()) return false;
         ++i;
         continue;
       }
-      std::vector<const append_request*> run;
-      std::size_t end = i;
-      while (end < batch.size() && batch[end]->append() != nullptr) {
-        run.push_back(batch[end]->append());
-        ++end;
-      }
-      std::vector<append_outcome> outcomes;
-      try {
-        outcomes = append_many(txn, run);
-      } catch (const pqxx::broken_connection&) {
-        throw;
-      } catch (const pqxx::transaction_rollback&) {
-        throw;
-      } catch (const pqxx::sql_error&) {
-        return false;  // the transaction is aborted; redo with savepoints
-      } catch (const persistence_error&) {
-        return false;  // e.g. a number too large for PostgreSQL: isolate that write
-      }
-      for (std::size_t k = 0; k < outcomes.size(); ++k) {
-        batch[i + k]->set_outcome(std::move(outcomes[k]));
-      }
-      i = end;
+    } catch (const pqxx::broken_connection&) {
+      throw;
+    } catch (const pqxx::transaction_rollback&) {
+      throw;
+    } catch (const pqxx::sql_error&) {
+      return false;  // the transaction is aborted; redo with savepoints
+    } catch (const persistence_error&) {
+      return false;  // e.g. a number too large for PostgreSQL: isolate that write
     }
+    for (std::size_t k = 0; k < outcomes.size(); ++k) b[i + k]->set_outcome(std::move(outcomes[k]));
+    i = end;
   }
-  txn.commit();
-  transactions_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -210,13 +254,15 @@ reader_pool::reader_pool(std::vector<session> sessions) : sessions_(std::move(se
   for (auto& s : sessions_) threads_.emplace_back([this, &s] { loop(s); });
 }
 
-reader_pool::~reader_pool() { close_and_join(); }
+reader_pool::~reader_pool() {
+  queue_.close();
+  for (auto& t : threads_) t.join();
+}
 
 void reader_pool::loop(session& s) {
-  for (;;) {
-    auto batch = take(1);
-    if (batch.empty()) return;
-    auto& t = *batch.front();
+  std::deque<std::unique_ptr<read_task>> b;
+  while (queue_.take(b, 1)) {
+    auto& t = *b.front();
     for (int attempt = 0;; ++attempt) {
       try {
         pqxx::nontransaction n(s.get());
@@ -232,8 +278,8 @@ void reader_pool::loop(session& s) {
         break;
       }
     }
-    tasks_run_.fetch_add(1, std::memory_order_relaxed);
     t.complete();
+    b.clear();
   }
 }
 

@@ -16,7 +16,9 @@ namespace troupe::persistence {
 
 namespace {
 
-using pg::make_task;
+using pg::make_read_task;
+using pg::make_write_task;
+using pg::write_session;
 using tx = pqxx::transaction_base;
 
 /// The threads every store of one plugin shares: writes go to `writer` (group commit), reads to
@@ -35,16 +37,19 @@ class pg_journal final : public journal {
     w_.writer.submit(pg::make_append_task(std::move(r), std::move(h)));
   }
   void do_read(read_request r, completion<std::vector<event_record>> h) override {
-    w_.readers.submit(make_task<std::vector<event_record>>(
+    w_.readers.submit(make_read_task<std::vector<event_record>>(
         std::move(h), [r = std::move(r)](tx& t) { return pg::read_events(t, r); }));
   }
   void do_highest_sequence_nr(std::string pid, completion<sequence_nr> h) override {
-    w_.readers.submit(make_task<sequence_nr>(
+    w_.readers.submit(make_read_task<sequence_nr>(
         std::move(h), [pid = std::move(pid)](tx& t) { return pg::highest_sequence_nr(t, pid); }));
   }
   void do_delete_to(delete_events_request r, void_completion h) override {
-    w_.writer.submit(
-        make_task<void>(std::move(h), [r = std::move(r)](tx& t) { pg::delete_to(t, r); }));
+    auto pid = r.persistence_id;
+    auto epoch = r.epoch;
+    w_.writer.submit(make_write_task<void>(
+        std::move(h), [r = std::move(r)](write_session& s) { pg::delete_to(s, r); }, std::move(pid),
+        epoch, /*deletes_events=*/true));
   }
 
  private:
@@ -56,17 +61,23 @@ class pg_snapshots final : public snapshot_store {
   explicit pg_snapshots(workers w) : w_(w) {}
 
  protected:
-  void do_save(snapshot_write s, void_completion h) override {
-    w_.writer.submit(
-        make_task<void>(std::move(h), [s = std::move(s)](tx& t) { pg::save_snapshot(t, s); }));
+  void do_save(snapshot_write w, void_completion h) override {
+    auto pid = w.persistence_id;
+    auto epoch = w.epoch;
+    w_.writer.submit(make_write_task<void>(
+        std::move(h), [w = std::move(w)](write_session& s) { pg::save_snapshot(s, w); },
+        std::move(pid), epoch));
   }
   void do_load(snapshot_query q, completion<std::optional<snapshot_record>> h) override {
-    w_.readers.submit(make_task<std::optional<snapshot_record>>(
+    w_.readers.submit(make_read_task<std::optional<snapshot_record>>(
         std::move(h), [q = std::move(q)](tx& t) { return pg::load_snapshot(t, q); }));
   }
   void do_delete(snapshot_delete d, void_completion h) override {
-    w_.writer.submit(
-        make_task<void>(std::move(h), [d = std::move(d)](tx& t) { pg::delete_snapshots(t, d); }));
+    auto pid = d.persistence_id;
+    auto epoch = d.epoch;
+    w_.writer.submit(make_write_task<void>(
+        std::move(h), [d = std::move(d)](write_session& s) { pg::delete_snapshots(s, d); },
+        std::move(pid), epoch));
   }
 
  private:
@@ -78,17 +89,19 @@ class pg_durable_state final : public durable_state_store {
   explicit pg_durable_state(workers w) : w_(w) {}
 
  protected:
-  void do_upsert(state_write s, completion<revision_nr> h) override {
-    w_.writer.submit(make_task<revision_nr>(
-        std::move(h), [s = std::move(s)](tx& t) { return pg::upsert_state(t, s); }));
+  void do_upsert(state_write w, completion<revision_nr> h) override {
+    w_.writer.submit(pg::make_upsert_task(std::move(w), std::move(h)));
   }
   void do_get(std::string pid, completion<std::optional<durable_state_record>> h) override {
-    w_.readers.submit(make_task<std::optional<durable_state_record>>(
+    w_.readers.submit(make_read_task<std::optional<durable_state_record>>(
         std::move(h), [pid = std::move(pid)](tx& t) { return pg::get_state(t, pid); }));
   }
   void do_delete(state_delete d, void_completion h) override {
-    w_.writer.submit(
-        make_task<void>(std::move(h), [d = std::move(d)](tx& t) { pg::delete_state(t, d); }));
+    auto pid = d.persistence_id;
+    auto epoch = d.epoch;
+    w_.writer.submit(make_write_task<void>(
+        std::move(h), [d = std::move(d)](write_session& s) { pg::delete_state(s, d); },
+        std::move(pid), epoch));
   }
 
  private:
@@ -101,11 +114,13 @@ class pg_remember_entities final : public remember_entities_store {
 
  protected:
   void do_update(remember_update u, void_completion h) override {
-    w_.writer.submit(
-        make_task<void>(std::move(h), [u = std::move(u)](tx& t) { pg::update_remembered(t, u); }));
+    // Not a persistence id's write: a shard's fence guards it (see pg::update_remembered).
+    w_.writer.submit(make_write_task<void>(
+        std::move(h), [u = std::move(u)](write_session& s) { pg::update_remembered(s, u); }, "",
+        0));
   }
   void do_list(remember_query q, completion<std::vector<std::string>> h) override {
-    w_.readers.submit(make_task<std::vector<std::string>>(
+    w_.readers.submit(make_read_task<std::vector<std::string>>(
         std::move(h), [q = std::move(q)](tx& t) { return pg::list_remembered(t, q); }));
   }
 

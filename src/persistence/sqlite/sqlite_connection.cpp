@@ -148,6 +148,10 @@ statement connection::prepare(const char* sql) {
 
 bool connection::autocommit() const noexcept { return sqlite3_get_autocommit(db_) != 0; }
 
+std::int64_t connection::last_insert_rowid() const noexcept {
+  return sqlite3_last_insert_rowid(db_);
+}
+
 void connection::check(int rc, const char* what) const {
   if (rc != SQLITE_OK) fail(what);
 }

@@ -72,6 +72,8 @@ class connection {
   statement prepare(const char* sql);
   /// True when no transaction is open (SQLite rolled back, or none was begun).
   [[nodiscard]] bool autocommit() const noexcept;
+  /// The rowid of the last row inserted on this connection.
+  [[nodiscard]] std::int64_t last_insert_rowid() const noexcept;
 
   /// Throws errc::store_failure with SQLite's message unless `rc` is `ok`.
   void check(int rc, const char* what) const;

@@ -18,13 +18,15 @@ namespace {
 
 using sqlite::connection;
 using sqlite::make_task;
-using sqlite::worker;
+using sqlite::read_task;
+using sqlite::write_session;
+using sqlite::write_task;
 
 /// The two threads every store of one plugin shares: writes go to `writer` (group commit),
 /// reads to `reader`.
 struct workers {
-  worker& writer;
-  worker& reader;
+  sqlite::writer& writer;
+  sqlite::reader& reader;
 };
 
 class sqlite_journal final : public journal {
@@ -33,21 +35,20 @@ class sqlite_journal final : public journal {
 
  protected:
   void do_append(append_request r, completion<sequence_nr> h) override {
-    w_.writer.submit(make_task<sequence_nr>(
-        std::move(h), [r = std::move(r)](connection& c) { return sqlite::append(c, r); }));
+    w_.writer.submit(sqlite::make_append_task(std::move(r), std::move(h)));
   }
   void do_read(read_request r, completion<std::vector<event_record>> h) override {
-    w_.reader.submit(make_task<std::vector<event_record>>(
+    w_.reader.submit(make_task<read_task, std::vector<event_record>>(
         std::move(h), [r = std::move(r)](connection& c) { return sqlite::read_events(c, r); }));
   }
   void do_highest_sequence_nr(std::string pid, completion<sequence_nr> h) override {
-    w_.reader.submit(make_task<sequence_nr>(std::move(h), [pid = std::move(pid)](connection& c) {
-      return sqlite::highest_sequence_nr(c, pid);
-    }));
+    w_.reader.submit(make_task<read_task, sequence_nr>(
+        std::move(h),
+        [pid = std::move(pid)](connection& c) { return sqlite::highest_sequence_nr(c, pid); }));
   }
   void do_delete_to(delete_events_request r, void_completion h) override {
-    w_.writer.submit(make_task<void>(
-        std::move(h), [r = std::move(r)](connection& c) { sqlite::delete_to(c, r); }));
+    w_.writer.submit(make_task<write_task, void>(
+        std::move(h), [r = std::move(r)](write_session& s) { sqlite::delete_to(s, r); }));
   }
 
  private:
@@ -59,17 +60,17 @@ class sqlite_snapshots final : public snapshot_store {
   explicit sqlite_snapshots(workers w) : w_(w) {}
 
  protected:
-  void do_save(snapshot_write s, void_completion h) override {
-    w_.writer.submit(make_task<void>(
-        std::move(h), [s = std::move(s)](connection& c) { sqlite::save_snapshot(c, s); }));
+  void do_save(snapshot_write w, void_completion h) override {
+    w_.writer.submit(make_task<write_task, void>(
+        std::move(h), [w = std::move(w)](write_session& s) { sqlite::save_snapshot(s, w); }));
   }
   void do_load(snapshot_query q, completion<std::optional<snapshot_record>> h) override {
-    w_.reader.submit(make_task<std::optional<snapshot_record>>(
+    w_.reader.submit(make_task<read_task, std::optional<snapshot_record>>(
         std::move(h), [q = std::move(q)](connection& c) { return sqlite::load_snapshot(c, q); }));
   }
   void do_delete(snapshot_delete d, void_completion h) override {
-    w_.writer.submit(make_task<void>(
-        std::move(h), [d = std::move(d)](connection& c) { sqlite::delete_snapshots(c, d); }));
+    w_.writer.submit(make_task<write_task, void>(
+        std::move(h), [d = std::move(d)](write_session& s) { sqlite::delete_snapshots(s, d); }));
   }
 
  private:
@@ -81,17 +82,17 @@ class sqlite_durable_state final : public durable_state_store {
   explicit sqlite_durable_state(workers w) : w_(w) {}
 
  protected:
-  void do_upsert(state_write s, completion<revision_nr> h) override {
-    w_.writer.submit(make_task<revision_nr>(
-        std::move(h), [s = std::move(s)](connection& c) { return sqlite::upsert_state(c, s); }));
+  void do_upsert(state_write w, completion<revision_nr> h) override {
+    w_.writer.submit(make_task<write_task, revision_nr>(
+        std::move(h), [w = std::move(w)](write_session& s) { return sqlite::upsert_state(s, w); }));
   }
   void do_get(std::string pid, completion<std::optional<durable_state_record>> h) override {
-    w_.reader.submit(make_task<std::optional<durable_state_record>>(
+    w_.reader.submit(make_task<read_task, std::optional<durable_state_record>>(
         std::move(h), [pid = std::move(pid)](connection& c) { return sqlite::get_state(c, pid); }));
   }
   void do_delete(state_delete d, void_completion h) override {
-    w_.writer.submit(make_task<void>(
-        std::move(h), [d = std::move(d)](connection& c) { sqlite::delete_state(c, d); }));
+    w_.writer.submit(make_task<write_task, void>(
+        std::move(h), [d = std::move(d)](write_session& s) { sqlite::delete_state(s, d); }));
   }
 
  private:
@@ -104,11 +105,11 @@ class sqlite_remember_entities final : public remember_entities_store {
 
  protected:
   void do_update(remember_update u, void_completion h) override {
-    w_.writer.submit(make_task<void>(
-        std::move(h), [u = std::move(u)](connection& c) { sqlite::update_remembered(c, u); }));
+    w_.writer.submit(make_task<write_task, void>(
+        std::move(h), [u = std::move(u)](write_session& s) { sqlite::update_remembered(s, u); }));
   }
   void do_list(remember_query q, completion<std::vector<std::string>> h) override {
-    w_.reader.submit(make_task<std::vector<std::string>>(
+    w_.reader.submit(make_task<read_task, std::vector<std::string>>(
         std::move(h), [q = std::move(q)](connection& c) { return sqlite::list_remembered(c, q); }));
   }
 
@@ -119,11 +120,11 @@ class sqlite_remember_entities final : public remember_entities_store {
 std::unique_ptr<connection> open_writer(const sqlite_options& o) {
   auto c = std::make_unique<connection>(o.file, false, o.busy_timeout);
   c->exec("PRAGMA journal_mode = WAL");
-  // A group commit dirties thousands of pages (one journal leaf per persistence id). With
-  // SQLite's default (a checkpoint once the WAL holds 1,000 pages) nearly every commit would
-  // also checkpoint, in this thread; every 20,000 pages (~80 MB of WAL) doubles the append
-  // rate (troupe_bench_persistence: persist 28 k -> 58 k events/s). The writer's page cache
-  // (128 MB) keeps the journal's recently written leaves in memory.
+  // A group commit dirties hundreds of pages (the journal's last pages and the index leaves of the
+  // ids it wrote). With SQLite's default (a checkpoint once the WAL holds 1,000 pages) nearly
+  // every commit would also checkpoint, in this thread; every 20,000 pages (~80 MB of WAL) keeps
+  // that to one checkpoint per ~25 group commits. The writer's page cache (128 MB) keeps the
+  // index's recently written leaves in memory.
   c->exec("PRAGMA wal_autocheckpoint = 20000");
   c->exec("PRAGMA cache_size = -131072");
   c->exec(o.durability == sqlite_durability::full ? "PRAGMA synchronous = FULL"
@@ -136,9 +137,8 @@ class sqlite_plugin final : public plugin {
  public:
   explicit sqlite_plugin(const sqlite_options& o)
       // The writer first: it creates the file, switches it to WAL and creates the schema.
-      : writer_(open_writer(o), worker::mode::group_commit, o.max_batch),
-        reader_(std::make_unique<connection>(o.file, true, o.busy_timeout),
-                worker::mode::one_by_one, 1),
+      : writer_(open_writer(o), o.max_batch),
+        reader_(std::make_unique<connection>(o.file, true, o.busy_timeout)),
         journal_({writer_, reader_}),
         snapshots_({writer_, reader_}),
         states_({writer_, reader_}),
@@ -154,8 +154,8 @@ class sqlite_plugin final : public plugin {
  private:
   // Declared before the stores so that they are destroyed after them: the writer is destroyed
   // last and finishes every queued write.
-  worker writer_;
-  worker reader_;
+  sqlite::writer writer_;
+  sqlite::reader reader_;
   sqlite_journal journal_;
   sqlite_snapshots snapshots_;
   sqlite_durable_state states_;

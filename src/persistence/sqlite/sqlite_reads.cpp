@@ -34,7 +34,8 @@ std::vector<event_record> read_events(connection& c, const read_request& r) {
   if (r.from > r.to || r.max_count == 0) return out;
   auto s = c.prepare(
       "SELECT seq, type_name, version, payload, epoch FROM journal "
-      "WHERE pid = ?1 AND seq >= ?2 AND seq <= ?3 ORDER BY seq LIMIT ?4");
+      "WHERE pid_id = (SELECT id FROM persistence_ids WHERE pid = ?1) "
+      "AND seq >= ?2 AND seq <= ?3 ORDER BY seq LIMIT ?4");
   s.bind(1, r.persistence_id)
       .bind(2, clamp(r.from))
       .bind(3, clamp(r.to))
@@ -52,7 +53,8 @@ std::vector<event_record> read_events(connection& c, const read_request& r) {
 sequence_nr highest_sequence_nr(connection& c, const std::string& persistence_id) {
   // The last event's number, or, when events were deleted, the highest recorded at the delete.
   auto s = c.prepare(
-      "SELECT (SELECT max(seq) FROM journal WHERE pid = ?1),"
+      "SELECT (SELECT max(seq) FROM journal "
+      "        WHERE pid_id = (SELECT id FROM persistence_ids WHERE pid = ?1)),"
       "       (SELECT highest FROM journal_floors WHERE pid = ?1)");
   s.bind(1, persistence_id);
   s.step();

@@ -1,97 +1,137 @@
 #include "persistence/sqlite/sqlite_worker.hpp"
 
-#include <string>
+#include <vector>
 
 namespace troupe::persistence::sqlite {
 
-worker::worker(std::unique_ptr<connection> c, mode m, std::size_t max_batch)
-    : connection_(std::move(c)), mode_(m), max_batch_(max_batch == 0 ? 1 : max_batch) {
+namespace {
+
+using append_alone = group_commit::run_alone<write_session, append_request, sequence_nr, &append>;
+
+/// An append: a task that can also be done in a run of appends.
+class append_task final : public group_commit::typed_task<write_task, sequence_nr,
+                                                          completion<sequence_nr>, append_alone> {
+ public:
+  append_task(append_request r, completion<sequence_nr> h)
+      : typed_task(std::move(h), append_alone{std::move(r)}) {}
+
+  [[nodiscard]] const append_request* append() const noexcept override { return &body().request; }
+  void set_outcome(group_commit::run_outcome outcome) noexcept override {
+    if (outcome.refusal) {
+      fail(std::move(outcome.refusal));
+    } else {
+      set_result(outcome.result);
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<write_task> make_append_task(append_request r, completion<sequence_nr> h) {
+  return std::make_unique<append_task>(std::move(r), std::move(h));
+}
+
+// -- writer ------------------------------------------------------------------
+
+writer::writer(std::unique_ptr<connection> c, std::size_t max_batch)
+    : connection_(std::move(c)),
+      session_{*connection_, heads_},
+      max_batch_(max_batch == 0 ? 1 : max_batch) {
   thread_ = std::thread([this] { loop(); });
 }
 
-worker::~worker() {
-  {
-    std::scoped_lock lock(mutex_);
-    closing_ = true;
-  }
-  wake_.notify_one();
+writer::~writer() {
+  queue_.close();
   thread_.join();
 }
 
-void worker::submit(std::unique_ptr<task> t) {
-  {
-    std::scoped_lock lock(mutex_);
-    if (!closing_) {
-      queue_.push_back(std::move(t));
-      // Notify under the lock: the worker may be destroyed as soon as it sees closing_.
-      wake_.notify_one();
-      return;
-    }
-  }
-  t->fail(std::make_exception_ptr(persistence_error(errc::store_closed, "SQLite store closed")));
-  t->complete();
-}
-
-void worker::loop() {
-  std::deque<std::unique_ptr<task>> batch;
-  for (;;) {
-    {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] { return closing_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // closing, and everything queued has run
-      while (!queue_.empty() && batch.size() < max_batch_) {
-        batch.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
-    }
-    if (mode_ == mode::group_commit) {
-      run_group(batch);
-    } else {
-      run_each(batch);
-    }
-    tasks_run_.fetch_add(batch.size(), std::memory_order_relaxed);
-    for (auto& t : batch) t->complete();
-    batch.clear();
+void writer::loop() {
+  batch b;
+  while (queue_.take(b, max_batch_)) {
+    run_group(b);
+    tasks_run_.fetch_add(b.size(), std::memory_order_relaxed);
+    completer_.hand_over(std::move(b));
+    b.clear();
   }
 }
 
-void worker::run_group(std::deque<std::unique_ptr<task>>& batch) {
+void writer::run_group(batch& b) {
   // Savepoints cost two statements per write: take them only when a write failed mid-way.
-  if (!try_group(batch, false)) try_group(batch, true);
+  if (!try_group(b, false)) try_group(b, true);
 }
 
-bool worker::try_group(std::deque<std::unique_ptr<task>>& batch, bool savepoints) {
+bool writer::try_group(batch& b, bool savepoints) {
   auto& c = *connection_;
   try {
     c.prepare("BEGIN IMMEDIATE").run();
-    for (auto& t : batch) {
-      if (savepoints) c.prepare("SAVEPOINT write").run();
-      bool ok = t->run(c);
-      if (!ok && c.autocommit()) {
-        // SQLite rolled the whole transaction back (I/O error, disk full): the writes before
-        // this one are gone too.
-        throw persistence_error(errc::store_failure,
-                                "SQLite rolled back a group commit after a failed write");
-      }
-      if (savepoints) {
-        if (!ok) c.prepare("ROLLBACK TO write").run();
-        c.prepare("RELEASE write").run();
-      } else if (!ok && !t->refused_cleanly()) {
-        rollback();
-        return false;
-      }
+    heads_.check_data_version(c);
+    if (savepoints) {
+      run_with_savepoints(b);
+    } else if (!run_in_runs(b)) {
+      rollback();
+      return false;
     }
     c.prepare("COMMIT").run();
+    heads_.trim();
     transactions_.fetch_add(1, std::memory_order_relaxed);
   } catch (...) {
     auto failure = std::current_exception();
     rollback();
-    for (auto& t : batch) t->fail(failure);
+    for (auto& t : b) t->fail(failure);
   }
   return true;
 }
 
-void worker::rollback() noexcept {
+void writer::check_still_open(bool ok) const {
+  if (!ok && connection_->autocommit()) {
+    // SQLite rolled the whole transaction back (I/O error, disk full): the writes before this
+    // one are gone too.
+    throw persistence_error(errc::store_failure,
+                            "SQLite rolled back a group commit after a failed write");
+  }
+}
+
+void writer::run_with_savepoints(batch& b) {
+  auto& c = *connection_;
+  for (auto& t : b) {
+    c.prepare("SAVEPOINT write").run();
+    bool ok = t->run(session_);
+    check_still_open(ok);
+    if (!ok) {
+      c.prepare("ROLLBACK TO write").run();
+      heads_.clear();  // the cache may hold what the rolled back write changed
+    }
+    c.prepare("RELEASE write").run();
+  }
+}
+
+bool writer::run_in_runs(batch& b) {
+  std::size_t i = 0;
+  while (i < b.size()) {
+    if (b[i]->append() == nullptr) {
+      bool ok = b[i]->run(session_);
+      check_still_open(ok);
+      if (!ok && !b[i]->refused_cleanly()) return false;
+      ++i;
+      continue;
+    }
+    std::vector<const append_request*> run;
+    std::size_t end = i;
+    for (; end < b.size() && b[end]->append() != nullptr; ++end) run.push_back(b[end]->append());
+    std::vector<group_commit::run_outcome> outcomes;
+    try {
+      outcomes = append_run(session_, run);
+    } catch (...) {
+      return false;  // redo with a savepoint per write, so that only the failing one fails
+    }
+    for (std::size_t k = 0; k < outcomes.size(); ++k) b[i + k]->set_outcome(std::move(outcomes[k]));
+    i = end;
+  }
+  return true;
+}
+
+void writer::rollback() noexcept {
+  heads_.clear();  // the cache holds what the transaction wrote
   if (connection_->autocommit()) return;
   try {
     connection_->exec("ROLLBACK");
@@ -100,8 +140,26 @@ void worker::rollback() noexcept {
   }
 }
 
-void worker::run_each(std::deque<std::unique_ptr<task>>& batch) {
-  for (auto& t : batch) t->run(*connection_);
+// -- reader ------------------------------------------------------------------
+
+reader::reader(std::unique_ptr<connection> c) : connection_(std::move(c)) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+reader::~reader() {
+  queue_.close();
+  thread_.join();
+}
+
+void reader::loop() {
+  std::deque<std::unique_ptr<read_task>> b;
+  while (queue_.take(b, 1)) {
+    for (auto& t : b) {
+      t->run(*connection_);
+      t->complete();
+    }
+    b.clear();
+  }
 }
 
 }  // namespace troupe::persistence::sqlite

@@ -1,149 +1,113 @@
 #pragma once
-// A thread that owns one SQLite connection and runs queued tasks on it. The writer worker groups
-// what is queued into one transaction (group commit): the transaction commits once, and only then
-// are the callers completed. A write refused by a check (conflict, fence) changed nothing, so the
-// others go on; any other failure makes the worker redo the group with one savepoint per write,
-// so that failure is rolled back alone. The reader worker runs tasks one by one.
+// The threads of the SQLite plugin. The writer owns the write connection and groups what is queued
+// into one transaction (group commit): the transaction commits once, and only then are the callers
+// completed. A write refused by a check (conflict, fence) changed nothing, so the others go on;
+// any other failure makes the writer redo the group with one savepoint per write, so that failure
+// is rolled back alone. The reader owns a read-only connection and runs tasks one by one.
 
-#include <troupe/persistence/detail/completion.hpp>
-#include <troupe/persistence/errc.hpp>
-
+#include "persistence/group_commit/completer.hpp"
+#include "persistence/group_commit/task.hpp"
+#include "persistence/group_commit/task_queue.hpp"
 #include "persistence/sqlite/sqlite_connection.hpp"
+#include "persistence/sqlite/sqlite_heads.hpp"
+#include "persistence/sqlite/sqlite_operations.hpp"
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <exception>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <thread>
-#include <type_traits>
 #include <utility>
 
 namespace troupe::persistence::sqlite {
 
-/// One queued store operation.
-class task {
+/// A write, run on the writer's session.
+class write_task : public group_commit::task<write_session> {
  public:
-  virtual ~task() = default;
-  /// Runs the operation (again, if the group is redone); false when it failed (the failure is
-  /// kept for complete()).
-  virtual bool run(connection& c) noexcept = 0;
-  /// After a failed run: true when the write refused before changing anything (a conflict or an
-  /// epoch fence), so the transaction needs no rollback for it.
-  [[nodiscard]] virtual bool refused_cleanly() const noexcept = 0;
-  /// Replaces the outcome with `failure` (the transaction holding the task did not commit).
-  virtual void fail(std::exception_ptr failure) noexcept = 0;
-  /// Completes the caller with the outcome, on the caller's executor. noexcept on purpose: a
-  /// handler without an executor runs right here, and if it throws, ending the process beats
-  /// leaving the rest of its group commit uncompleted.
-  virtual void complete() noexcept = 0;
+  /// For an append: the request, so the writer can take a run of appends in one go.
+  [[nodiscard]] virtual const append_request* append() const noexcept { return nullptr; }
+  /// For an append done in a run: its outcome.
+  virtual void set_outcome(group_commit::run_outcome /*outcome*/) noexcept {}
 };
+/// A read, run on the reader's connection.
+using read_task = group_commit::task<connection>;
 
-/// A task whose body `fn(connection&)` returns T (or void) and completes `Handler`.
-template <class T, class Handler, class Fn>
-class typed_task final : public task {
- public:
-  typed_task(Handler h, Fn fn) : done_(std::move(h)), fn_(std::move(fn)) {}
-
-  bool run(connection& c) noexcept override {
-    failure_ = nullptr;
-    try {
-      if constexpr (std::is_void_v<T>) {
-        fn_(c);
-      } else {
-        result_.emplace(fn_(c));
-      }
-      return true;
-    } catch (...) {
-      failure_ = std::current_exception();
-      return false;
-    }
-  }
-
-  [[nodiscard]] bool refused_cleanly() const noexcept override {
-    try {
-      std::rethrow_exception(failure_);
-    } catch (const persistence_error& e) {
-      return e.value() == errc::sequence_conflict || e.value() == errc::epoch_fenced ||
-             e.value() == errc::revision_conflict;
-    } catch (...) {
-      return false;
-    }
-  }
-
-  void fail(std::exception_ptr failure) noexcept override {
-    failure_ = std::move(failure);
-    if constexpr (!std::is_void_v<T>) result_.reset();
-  }
-
-  void complete() noexcept override {
-    if constexpr (std::is_void_v<T>) {
-      std::move(done_).complete(failure_);
-    } else {
-      std::move(done_).complete(failure_, result_ ? std::move(*result_) : T{});
-    }
-  }
-
- private:
-  using result_type = std::conditional_t<std::is_void_v<T>, char, T>;
-
-  persistence::detail::pending<Handler> done_;
-  Fn fn_;
-  std::optional<result_type> result_;
-  std::exception_ptr failure_;
-};
-
-/// Makes a task completing `h` (a completion<T> or void_completion) with `fn(connection&)`.
-template <class T, class Handler, class Fn>
-std::unique_ptr<task> make_task(Handler h, Fn fn) {
-  return std::make_unique<typed_task<T, Handler, Fn>>(std::move(h), std::move(fn));
+/// Makes a task completing `h` (a completion<T> or void_completion) with `fn(context)`, where the
+/// context is a write_session (for a write_task) or a connection (for a read_task).
+template <class Task, class T, class Handler, class Fn>
+std::unique_ptr<Task> make_task(Handler h, Fn fn) {
+  return std::make_unique<group_commit::typed_task<Task, T, Handler, Fn>>(std::move(h),
+                                                                          std::move(fn));
 }
 
-/// A thread owning a connection, running the tasks queued to it.
-class worker {
+/// Makes an append: in a run of appends it goes in with the others, alone it runs sqlite::append.
+std::unique_ptr<write_task> make_append_task(append_request r, completion<sequence_nr> h);
+
+/// The thread owning the write connection, committing what is queued in groups.
+class writer {
  public:
-  enum class mode { group_commit, one_by_one };
-
   /// Takes the connection; `max_batch` bounds a group commit.
-  worker(std::unique_ptr<connection> c, mode m, std::size_t max_batch);
-  /// Runs the tasks still queued, then joins the thread.
-  ~worker();
-  worker(const worker&) = delete;
-  worker& operator=(const worker&) = delete;
+  writer(std::unique_ptr<connection> c, std::size_t max_batch);
+  /// Runs the writes still queued, then joins the thread.
+  ~writer();
+  writer(const writer&) = delete;
+  writer& operator=(const writer&) = delete;
 
-  /// Queues a task; after close() it completes at once with errc::store_closed.
-  void submit(std::unique_ptr<task> t);
+  /// Queues a write; after close it completes at once with errc::store_closed.
+  void submit(std::unique_ptr<write_task> t) { queue_.submit(std::move(t)); }
 
-  /// Tasks run; for the writer, writes.
+  /// Writes run so far.
   [[nodiscard]] std::uint64_t tasks_run() const noexcept {
     return tasks_run_.load(std::memory_order_relaxed);
   }
-  /// Transactions committed (group commit only).
+  /// Transactions committed.
   [[nodiscard]] std::uint64_t transactions() const noexcept {
     return transactions_.load(std::memory_order_relaxed);
   }
 
  private:
+  using batch = std::deque<std::unique_ptr<write_task>>;
+
   void loop();
-  void run_group(std::deque<std::unique_ptr<task>>& batch);
-  bool try_group(std::deque<std::unique_ptr<task>>& batch, bool savepoints);
+  void run_group(batch& b);
+  bool try_group(batch& b, bool savepoints);
+  /// Runs the writes in order, runs of appends in one go; false when one failed mid-way.
+  bool run_in_runs(batch& b);
+  /// Runs each write in a savepoint of its own, so that a failed one is rolled back alone.
+  void run_with_savepoints(batch& b);
+  /// Throws when a failed write made SQLite roll the whole transaction back.
+  void check_still_open(bool ok) const;
   void rollback() noexcept;
-  void run_each(std::deque<std::unique_ptr<task>>& batch);
 
   std::unique_ptr<connection> connection_;
-  mode mode_;
+  journal_heads heads_;
+  write_session session_;
   std::size_t max_batch_;
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::unique_ptr<task>> queue_;
-  bool closing_ = false;
-
+  group_commit::task_queue<write_task> queue_{"SQLite store"};
   std::atomic<std::uint64_t> tasks_run_{0};
   std::atomic<std::uint64_t> transactions_{0};
+  // Before the thread: destroyed after it, so it completes every batch the writer handed over.
+  group_commit::completer<write_task> completer_;
+  std::thread thread_;
+};
+
+/// The thread owning a read-only connection, running reads one by one.
+class reader {
+ public:
+  explicit reader(std::unique_ptr<connection> c);
+  /// Runs the reads still queued, then joins the thread.
+  ~reader();
+  reader(const reader&) = delete;
+  reader& operator=(const reader&) = delete;
+
+  /// Queues a read; after close it completes at once with errc::store_closed.
+  void submit(std::unique_ptr<read_task> t) { queue_.submit(std::move(t)); }
+
+ private:
+  void loop();
+
+  std::unique_ptr<connection> connection_;
+  group_commit::task_queue<read_task> queue_{"SQLite store"};
   std::thread thread_;
 };
 

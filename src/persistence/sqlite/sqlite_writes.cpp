@@ -2,23 +2,22 @@
 
 #include "persistence/sqlite/sqlite_operations.hpp"
 
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace troupe::persistence::sqlite {
 
 namespace {
 
 // Fences are keyed by scope: 'p' for a persistence id, 's' for a shard's remembered entities.
-constexpr std::uint64_t max_epoch = std::numeric_limits<std::int64_t>::max();
+constexpr std::uint64_t max_integer = std::numeric_limits<std::int64_t>::max();
 
 ownership_epoch stored_fence(connection& c, const char* scope, const std::string& key) {
   auto s = c.prepare("SELECT epoch FROM fences WHERE scope = ?1 AND key = ?2");
   s.bind(1, std::string_view(scope)).bind(2, key);
-  return s.step() ? s.unsigned_integer(0, "fence epoch", 0, max_epoch) : 0;
+  return s.step() ? s.unsigned_integer(0, "fence epoch", 0, max_integer) : 0;
 }
 
 [[noreturn]] void refuse_epoch(const std::string& name, ownership_epoch epoch,
@@ -48,6 +47,80 @@ void raise_fence(connection& c, const char* scope, const std::string& key, owner
       .run();
 }
 
+/// Checks the fence of a persistence id's write other than an append, and forgets the id's cached
+/// head when the write will raise the fence (the next append reads it again).
+ownership_epoch check_pid_fence(write_session& s, const std::string& pid, ownership_epoch epoch) {
+  auto fence = check_fence(s.db, "p", pid, pid, epoch);
+  if (epoch > fence) s.heads.forget(pid);
+  return fence;
+}
+
+void check_append(const append_request& r, const journal_head& head) {
+  if (r.epoch < head.fence) refuse_epoch(r.persistence_id, r.epoch, head.fence);
+  if (r.expected_next != head.highest + 1) {
+    throw persistence_error(errc::sequence_conflict,
+                            "append to " + r.persistence_id + " expected next " +
+                                std::to_string(r.expected_next) + ", highest is " +
+                                std::to_string(head.highest));
+  }
+}
+
+/// Gives a persistence id its number in the journal (on its first append).
+std::int64_t number_id(connection& c, const std::string& pid) {
+  c.prepare("INSERT INTO persistence_ids(pid) VALUES (?1)").bind(1, pid).run();
+  return c.last_insert_rowid();
+}
+
+/// One event to insert.
+struct journal_row {
+  std::int64_t number;
+  sequence_nr seq;
+  const serialized* event;
+  ownership_epoch epoch;
+};
+
+/// Rows per INSERT of many rows: SQLite runs one statement for them, not one each.
+constexpr std::size_t rows_per_insert = 32;
+
+const char* insert_many_sql() {
+  static const std::string sql = [] {
+    std::string out =
+        "INSERT INTO journal(pid_id, seq, type_name, version, payload, epoch) VALUES ";
+    for (std::size_t k = 0; k < rows_per_insert; ++k)
+      out += k == 0 ? "(?,?,?,?,?,?)" : ",(?,?,?,?,?,?)";
+    return out;
+  }();
+  return sql.c_str();  // stable: the connection caches statements by this address
+}
+
+void bind_row(statement& st, int first, const journal_row& row) {
+  st.bind(first, row.number)
+      .bind(first + 1, static_cast<std::int64_t>(row.seq))
+      .bind(first + 2, row.event->manifest.type_name)
+      .bind(first + 3, std::int64_t{row.event->manifest.version})
+      .bind(first + 4, row.event->payload)
+      .bind(first + 5, static_cast<std::int64_t>(row.epoch));
+}
+
+/// Inserts the rows (their numbers were checked to fit), many per statement.
+void insert_rows(connection& c, const std::vector<journal_row>& rows) {
+  std::size_t i = 0;
+  for (; i + rows_per_insert <= rows.size(); i += rows_per_insert) {
+    auto st = c.prepare(insert_many_sql());
+    for (std::size_t k = 0; k < rows_per_insert; ++k) {
+      bind_row(st, static_cast<int>(k * 6 + 1), rows[i + k]);
+    }
+    st.run();
+  }
+  for (; i < rows.size(); ++i) {
+    auto st = c.prepare(
+        "INSERT INTO journal(pid_id, seq, type_name, version, payload, epoch) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    bind_row(st, 1, rows[i]);
+    st.run();
+  }
+}
+
 std::string shard_key(const remember_update& u) {
   // The shard number first: it holds no ':', so the key is injective.
   return std::to_string(u.shard) + ":" + u.type_name;
@@ -56,7 +129,7 @@ std::string shard_key(const remember_update& u) {
 revision_nr stored_revision(connection& c, const std::string& pid) {
   auto s = c.prepare("SELECT revision FROM durable_state WHERE pid = ?1");
   s.bind(1, pid);
-  return s.step() ? s.unsigned_integer(0, "state revision", 1, max_epoch) : 0;
+  return s.step() ? s.unsigned_integer(0, "state revision", 1, max_integer) : 0;
 }
 
 void check_revision(connection& c, const std::string& pid, revision_nr expected) {
@@ -70,66 +143,17 @@ void check_revision(connection& c, const std::string& pid, revision_nr expected)
 
 }  // namespace
 
-void create_schema(connection& c) {
-  {
-    auto s = c.prepare("PRAGMA user_version");
-    s.step();
-    auto version = s.integer(0, "schema version");
-    if (version > schema_version) {
-      throw persistence_error(
-          errc::store_failure,
-          "database schema version " + std::to_string(version) + " is newer than this troupe's");
-    }
-  }
-  c.exec(
-      "BEGIN IMMEDIATE;"
-      "CREATE TABLE IF NOT EXISTS fences("
-      "  scope TEXT NOT NULL, key TEXT NOT NULL, epoch INTEGER NOT NULL,"
-      "  PRIMARY KEY(scope, key)) WITHOUT ROWID;"
-      // The highest sequence number when events were last deleted: it outlives the events,
-      // so numbers are never reused. Otherwise the highest is max(seq) of the journal.
-      "CREATE TABLE IF NOT EXISTS journal_floors("
-      "  pid TEXT PRIMARY KEY NOT NULL, highest INTEGER NOT NULL) WITHOUT ROWID;"
-      "CREATE TABLE IF NOT EXISTS journal("
-      "  pid TEXT NOT NULL, seq INTEGER NOT NULL, type_name TEXT, version INTEGER,"
-      "  payload BLOB, epoch INTEGER, PRIMARY KEY(pid, seq)) WITHOUT ROWID;"
-      "CREATE TABLE IF NOT EXISTS snapshots("
-      "  pid TEXT NOT NULL, seq INTEGER NOT NULL, type_name TEXT, version INTEGER,"
-      "  payload BLOB, epoch INTEGER, PRIMARY KEY(pid, seq)) WITHOUT ROWID;"
-      "CREATE TABLE IF NOT EXISTS durable_state("
-      "  pid TEXT PRIMARY KEY NOT NULL, revision INTEGER, type_name TEXT, version INTEGER,"
-      "  payload BLOB, epoch INTEGER) WITHOUT ROWID;"
-      "CREATE TABLE IF NOT EXISTS remembered("
-      "  type_name TEXT NOT NULL, shard INTEGER NOT NULL, entity_id TEXT NOT NULL,"
-      "  PRIMARY KEY(type_name, shard, entity_id)) WITHOUT ROWID;"
-      "PRAGMA user_version = 1;"
-      "COMMIT;");
-}
-
-sequence_nr append(connection& c, const append_request& r) {
-  // The hot path of every persistent entity: one lookup for fence and highest, then the rows.
-  auto s = c.prepare(
-      "SELECT (SELECT epoch FROM fences WHERE scope = 'p' AND key = ?1),"
-      "       (SELECT max(seq) FROM journal WHERE pid = ?1),"
-      "       (SELECT highest FROM journal_floors WHERE pid = ?1)");
-  s.bind(1, r.persistence_id);
-  s.step();
-  auto fence = s.unsigned_or_zero(0, "fence epoch", max_epoch);
-  auto highest = std::max(s.unsigned_or_zero(1, "event sequence number", max_epoch),
-                          s.unsigned_or_zero(2, "deleted highest sequence number", max_epoch));
-  if (r.epoch < fence) refuse_epoch(r.persistence_id, r.epoch, fence);
-  if (r.expected_next != highest + 1) {
-    throw persistence_error(errc::sequence_conflict, "append to " + r.persistence_id +
-                                                         " expected next " +
-                                                         std::to_string(r.expected_next) +
-                                                         ", highest is " + std::to_string(highest));
-  }
+sequence_nr append(write_session& s, const append_request& r) {
+  // A run of appends goes through append_run; this is an append alone (in a savepoint).
+  auto& head = s.heads.get(s.db, r.persistence_id);
+  check_append(r, head);
+  auto number = head.number != 0 ? head.number : number_id(s.db, r.persistence_id);
   sequence_nr seq = r.expected_next;
   for (const auto& e : r.events) {
-    c.prepare(
-         "INSERT INTO journal(pid, seq, type_name, version, payload, epoch) "
-         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
-        .bind(1, r.persistence_id)
+    s.db.prepare(
+            "INSERT INTO journal(pid_id, seq, type_name, version, payload, epoch) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+        .bind(1, number)
         .bind_unsigned(2, seq)
         .bind(3, e.manifest.type_name)
         .bind(4, std::int64_t{e.manifest.version})
@@ -138,32 +162,71 @@ sequence_nr append(connection& c, const append_request& r) {
         .run();
     ++seq;
   }
-  raise_fence(c, "p", r.persistence_id, fence, r.epoch);
+  raise_fence(s.db, "p", r.persistence_id, head.fence, r.epoch);
+  // Only now, with every row written: a failure above leaves the head as it was (and the
+  // writer's rollback clears the cache anyway).
+  head.number = number;
+  head.highest = seq - 1;
+  head.fence = std::max(head.fence, r.epoch);
   return seq - 1;
 }
 
-void delete_to(connection& c, const delete_events_request& r) {
-  auto fence = check_fence(c, "p", r.persistence_id, r.persistence_id, r.epoch);
-  auto highest = highest_sequence_nr(c, r.persistence_id);
-  if (highest == 0) return;
-  c.prepare(
-       "INSERT INTO journal_floors(pid, highest) VALUES (?1, ?2) "
-       "ON CONFLICT(pid) DO UPDATE SET highest = excluded.highest")
-      .bind(1, r.persistence_id)
-      .bind_unsigned(2, highest)
-      .run();
-  c.prepare("DELETE FROM journal WHERE pid = ?1 AND seq <= ?2")
-      .bind(1, r.persistence_id)
-      .bind(2, static_cast<std::int64_t>(std::min<std::uint64_t>(r.to, max_epoch)))
-      .run();
-  raise_fence(c, "p", r.persistence_id, fence, r.epoch);
+std::vector<group_commit::run_outcome> append_run(
+    write_session& s, const std::vector<const append_request*>& requests) {
+  std::vector<group_commit::run_outcome> out(requests.size());
+  std::vector<journal_row> rows;
+  // The checks, in request order, against the heads as the earlier requests leave them. The
+  // heads change before the rows are written: if writing fails, the writer's rollback clears them.
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const auto& r = *requests[i];
+    auto& head = s.heads.get(s.db, r.persistence_id);
+    try {
+      check_append(r, head);
+    } catch (const persistence_error&) {
+      out[i].refusal = std::current_exception();
+      continue;
+    }
+    auto last = r.expected_next + r.events.size() - 1;
+    if (last > max_integer || r.epoch > max_integer || last < r.expected_next) {
+      throw persistence_error(errc::invalid_request, "append to " + r.persistence_id +
+                                                         ": a number is too large for SQLite");
+    }
+    auto number = head.number != 0 ? head.number : number_id(s.db, r.persistence_id);
+    sequence_nr seq = r.expected_next;
+    for (const auto& e : r.events) rows.push_back({number, seq++, &e, r.epoch});
+    raise_fence(s.db, "p", r.persistence_id, head.fence, r.epoch);
+    head.number = number;
+    head.highest = last;
+    head.fence = std::max(head.fence, r.epoch);
+    out[i].result = last;
+  }
+  insert_rows(s.db, rows);
+  return out;
 }
 
-void save_snapshot(connection& c, const snapshot_write& w) {
-  auto fence = check_fence(c, "p", w.persistence_id, w.persistence_id, w.epoch);
-  c.prepare(
-       "INSERT OR REPLACE INTO snapshots(pid, seq, type_name, version, payload, epoch) "
-       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+void delete_to(write_session& s, const delete_events_request& r) {
+  auto fence = check_fence(s.db, "p", r.persistence_id, r.persistence_id, r.epoch);
+  const journal_head head = s.heads.get(s.db, r.persistence_id);
+  s.heads.forget(r.persistence_id);  // its floor (and maybe its fence) change below
+  if (head.highest == 0) return;
+  s.db.prepare(
+          "INSERT INTO journal_floors(pid, highest) VALUES (?1, ?2) "
+          "ON CONFLICT(pid) DO UPDATE SET highest = excluded.highest")
+      .bind(1, r.persistence_id)
+      .bind_unsigned(2, head.highest)
+      .run();
+  s.db.prepare("DELETE FROM journal WHERE pid_id = ?1 AND seq <= ?2")
+      .bind(1, head.number)
+      .bind(2, static_cast<std::int64_t>(std::min<std::uint64_t>(r.to, max_integer)))
+      .run();
+  raise_fence(s.db, "p", r.persistence_id, fence, r.epoch);
+}
+
+void save_snapshot(write_session& s, const snapshot_write& w) {
+  auto fence = check_pid_fence(s, w.persistence_id, w.epoch);
+  s.db.prepare(
+          "INSERT OR REPLACE INTO snapshots(pid, seq, type_name, version, payload, epoch) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
       .bind(1, w.persistence_id)
       .bind_unsigned(2, w.sequence)
       .bind(3, w.state.manifest.type_name)
@@ -171,25 +234,25 @@ void save_snapshot(connection& c, const snapshot_write& w) {
       .bind(5, w.state.payload)
       .bind_unsigned(6, w.epoch)
       .run();
-  raise_fence(c, "p", w.persistence_id, fence, w.epoch);
+  raise_fence(s.db, "p", w.persistence_id, fence, w.epoch);
 }
 
-void delete_snapshots(connection& c, const snapshot_delete& d) {
-  auto fence = check_fence(c, "p", d.persistence_id, d.persistence_id, d.epoch);
-  c.prepare("DELETE FROM snapshots WHERE pid = ?1 AND seq <= ?2")
+void delete_snapshots(write_session& s, const snapshot_delete& d) {
+  auto fence = check_pid_fence(s, d.persistence_id, d.epoch);
+  s.db.prepare("DELETE FROM snapshots WHERE pid = ?1 AND seq <= ?2")
       .bind(1, d.persistence_id)
-      .bind(2, static_cast<std::int64_t>(std::min<std::uint64_t>(d.max_sequence, max_epoch)))
+      .bind(2, static_cast<std::int64_t>(std::min<std::uint64_t>(d.max_sequence, max_integer)))
       .run();
-  raise_fence(c, "p", d.persistence_id, fence, d.epoch);
+  raise_fence(s.db, "p", d.persistence_id, fence, d.epoch);
 }
 
-revision_nr upsert_state(connection& c, const state_write& w) {
-  auto fence = check_fence(c, "p", w.persistence_id, w.persistence_id, w.epoch);
-  check_revision(c, w.persistence_id, w.expected_revision);
+revision_nr upsert_state(write_session& s, const state_write& w) {
+  auto fence = check_pid_fence(s, w.persistence_id, w.epoch);
+  check_revision(s.db, w.persistence_id, w.expected_revision);
   revision_nr next = w.expected_revision + 1;
-  c.prepare(
-       "INSERT OR REPLACE INTO durable_state(pid, revision, type_name, version, payload, epoch) "
-       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+  s.db.prepare(
+          "INSERT OR REPLACE INTO durable_state(pid, revision, type_name, version, payload, "
+          "epoch) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
       .bind(1, w.persistence_id)
       .bind_unsigned(2, next)
       .bind(3, w.value.manifest.type_name)
@@ -197,35 +260,36 @@ revision_nr upsert_state(connection& c, const state_write& w) {
       .bind(5, w.value.payload)
       .bind_unsigned(6, w.epoch)
       .run();
-  raise_fence(c, "p", w.persistence_id, fence, w.epoch);
+  raise_fence(s.db, "p", w.persistence_id, fence, w.epoch);
   return next;
 }
 
-void delete_state(connection& c, const state_delete& d) {
-  auto fence = check_fence(c, "p", d.persistence_id, d.persistence_id, d.epoch);
-  check_revision(c, d.persistence_id, d.expected_revision);
-  c.prepare("DELETE FROM durable_state WHERE pid = ?1").bind(1, d.persistence_id).run();
-  raise_fence(c, "p", d.persistence_id, fence, d.epoch);
+void delete_state(write_session& s, const state_delete& d) {
+  auto fence = check_pid_fence(s, d.persistence_id, d.epoch);
+  check_revision(s.db, d.persistence_id, d.expected_revision);
+  s.db.prepare("DELETE FROM durable_state WHERE pid = ?1").bind(1, d.persistence_id).run();
+  raise_fence(s.db, "p", d.persistence_id, fence, d.epoch);
 }
 
-void update_remembered(connection& c, const remember_update& u) {
+void update_remembered(write_session& s, const remember_update& u) {
   auto key = shard_key(u);
-  auto fence = check_fence(c, "s", key, "shard " + key, u.epoch);
+  auto fence = check_fence(s.db, "s", key, "shard " + key, u.epoch);
   for (const auto& id : u.added) {
-    c.prepare("INSERT OR IGNORE INTO remembered(type_name, shard, entity_id) VALUES (?1, ?2, ?3)")
+    s.db.prepare(
+            "INSERT OR IGNORE INTO remembered(type_name, shard, entity_id) VALUES (?1, ?2, ?3)")
         .bind(1, u.type_name)
         .bind(2, std::int64_t{u.shard})
         .bind(3, id)
         .run();
   }
   for (const auto& id : u.removed) {
-    c.prepare("DELETE FROM remembered WHERE type_name = ?1 AND shard = ?2 AND entity_id = ?3")
+    s.db.prepare("DELETE FROM remembered WHERE type_name = ?1 AND shard = ?2 AND entity_id = ?3")
         .bind(1, u.type_name)
         .bind(2, std::int64_t{u.shard})
         .bind(3, id)
         .run();
   }
-  raise_fence(c, "s", key, fence, u.epoch);
+  raise_fence(s.db, "s", key, fence, u.epoch);
 }
 
 }  // namespace troupe::persistence::sqlite

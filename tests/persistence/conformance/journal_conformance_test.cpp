@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <future>
 #include <map>
 #include <string>
 #include <thread>
@@ -98,6 +99,45 @@ TYPED_TEST(StoreJournal, ConcurrentWritersNeverInterleaveTheirBatches) {
       EXPECT_EQ(text_of(events[i + part].event), prefix + std::to_string(part));
     }
   }
+}
+
+TYPED_TEST(StoreJournal, ARefusedAppendInABurstFailsAloneAndTheOthersCommit) {
+  // Queued all at once, so a plugin with group commit takes them as one or a few groups: a stale
+  // sequence number, a fenced epoch and a duplicate among many good appends (several of them to
+  // one id, in order) fail alone, each with its own error.
+  this->append("stale", 1, {"s1", "s2"});
+  this->append("fenced", 1, {"f1"}, 5);
+  std::vector<std::future<sequence_nr>> good;
+  auto queue_good = [&](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      auto pid = "id-" + std::to_string(i);
+      good.push_back(this->journal().async_append({pid, 1, {value_of(pid)}, 0}, use_future));
+    }
+  };
+  queue_good(0, 150);
+  auto stale = this->journal().async_append({"stale", 2, {value_of("x")}, 0}, use_future);
+  auto chain_1 = this->journal().async_append({"chain", 1, {value_of("c1")}, 0}, use_future);
+  auto fenced = this->journal().async_append({"fenced", 2, {value_of("x")}, 4}, use_future);
+  auto chain_2 =
+      this->journal().async_append({"chain", 2, {value_of("c2"), value_of("c3")}, 0}, use_future);
+  auto duplicate = this->journal().async_append({"chain", 2, {value_of("dup")}, 0}, use_future);
+  auto raising = this->journal().async_append({"fenced", 2, {value_of("f2")}, 6}, use_future);
+  queue_good(150, 300);
+
+  EXPECT_EQ(error_of(std::move(stale)), errc::sequence_conflict);
+  EXPECT_EQ(error_of(std::move(fenced)), errc::epoch_fenced);
+  EXPECT_EQ(error_of(std::move(duplicate)), errc::sequence_conflict);
+  EXPECT_EQ(chain_1.get(), 1U);
+  EXPECT_EQ(chain_2.get(), 3U);
+  EXPECT_EQ(raising.get(), 2U);
+  for (auto& f : good) EXPECT_EQ(f.get(), 1U);
+  EXPECT_EQ(this->read_texts("stale"), (std::vector<std::string>{"s1", "s2"}));
+  EXPECT_EQ(this->read_texts("chain"), (std::vector<std::string>{"c1", "c2", "c3"}));
+  EXPECT_EQ(this->read_texts("fenced"), (std::vector<std::string>{"f1", "f2"}));
+  EXPECT_EQ(this->read_texts("id-299"), (std::vector<std::string>{"id-299"}));
+  // The fence rose with the last write, and a write at the old epoch is refused now.
+  EXPECT_EQ(error_of(this->journal().async_append({"fenced", 3, {value_of("x")}, 5}, use_future)),
+            errc::epoch_fenced);
 }
 
 TYPED_TEST(StoreJournal, DeletesUpToASequenceNumberAndKeepsTheHighest) {

@@ -67,8 +67,10 @@ struct sqlite_factory {
     if (sqlite3_open((dir / "store.db").c_str(), &db) == SQLITE_OK) {
       sqlite3_busy_timeout(db, 5000);
       sqlite3_stmt* stmt = nullptr;
-      sqlite3_prepare_v2(db, "UPDATE journal SET version = 'two' WHERE pid = ?1 AND seq = ?2", -1,
-                         &stmt, nullptr);
+      sqlite3_prepare_v2(db,
+                         "UPDATE journal SET version = 'two' WHERE seq = ?2 AND pid_id = "
+                         "(SELECT id FROM persistence_ids WHERE pid = ?1)",
+                         -1, &stmt, nullptr);
       sqlite3_bind_text(stmt, 1, persistence_id.c_str(), -1, SQLITE_TRANSIENT);
       sqlite3_bind_int64(stmt, 2, static_cast<sqlite3_int64>(sequence));
       changed = sqlite3_step(stmt) == SQLITE_DONE && sqlite3_changes(db) == 1;
@@ -129,7 +131,8 @@ struct postgres_factory {
     pqxx::connection c(*postgres_url());
     pqxx::work t(c);
     auto r =
-        t.exec_params("UPDATE " + schema + ".journal SET version = 0 WHERE pid = $1 AND seq = $2",
+        t.exec_params("UPDATE " + schema + ".journal SET version = 0 WHERE seq = $2 AND pid_id = " +
+                          "(SELECT id FROM " + schema + ".persistence_ids WHERE pid = $1)",
                       persistence_id, static_cast<long long>(sequence));
     t.commit();
     return r.affected_rows() == 1;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
 #include <optional>
 #include <string>
 #include <thread>
@@ -89,6 +90,41 @@ TYPED_TEST(StoreDurableState, ConcurrentReadModifyWriteLosesNoUpdate) {
   auto final_state = this->states().async_get("counter", use_future).get();
   EXPECT_EQ(text_of(final_state->value), std::to_string(writers * increments));
   EXPECT_EQ(final_state->revision, revision_nr{writers * increments + 1});
+}
+
+TYPED_TEST(StoreDurableState, ARefusedUpsertInABurstFailsAloneAndTheOthersCommit) {
+  // Queued all at once (one or a few group commits): a stale revision, a fenced epoch, and two
+  // writes of one id in order among many good upserts; only the refused ones fail.
+  auto& st = this->states();
+  st.async_upsert({"stale", 0, value_of("s1"), 0}, use_future).get();
+  st.async_upsert({"fenced", 0, value_of("f1"), 5}, use_future).get();
+  std::vector<std::future<revision_nr>> good;
+  auto queue_good = [&](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      auto pid = "id-" + std::to_string(i);
+      good.push_back(st.async_upsert({pid, 0, value_of(pid), 0}, use_future));
+    }
+  };
+  queue_good(0, 150);
+  auto stale = st.async_upsert({"stale", 0, value_of("x"), 0}, use_future);
+  auto twice_1 = st.async_upsert({"twice", 0, value_of("t1"), 0}, use_future);
+  auto fenced = st.async_upsert({"fenced", 1, value_of("x"), 4}, use_future);
+  auto twice_2 = st.async_upsert({"twice", 1, value_of("t2"), 0}, use_future);
+  auto raising = st.async_upsert({"fenced", 1, value_of("f2"), 6}, use_future);
+  queue_good(150, 300);
+
+  EXPECT_EQ(error_of(std::move(stale)), errc::revision_conflict);
+  EXPECT_EQ(error_of(std::move(fenced)), errc::epoch_fenced);
+  EXPECT_EQ(twice_1.get(), 1U);
+  EXPECT_EQ(twice_2.get(), 2U);
+  EXPECT_EQ(raising.get(), 2U);
+  for (auto& f : good) EXPECT_EQ(f.get(), 1U);
+  EXPECT_EQ(st.async_get("stale", use_future).get(), (durable_state_record{1, value_of("s1"), 0}));
+  EXPECT_EQ(st.async_get("twice", use_future).get(), (durable_state_record{2, value_of("t2"), 0}));
+  EXPECT_EQ(st.async_get("fenced", use_future).get(), (durable_state_record{2, value_of("f2"), 6}));
+  EXPECT_EQ(text_of(st.async_get("id-299", use_future).get()->value), "id-299");
+  EXPECT_EQ(error_of(st.async_upsert({"fenced", 2, value_of("x"), 5}, use_future)),
+            errc::epoch_fenced);
 }
 
 TYPED_TEST(StoreDurableState, DeletesWithARevisionCheckAndStartsAgainAtRevisionZero) {
