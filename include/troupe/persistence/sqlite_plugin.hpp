@@ -3,8 +3,9 @@
 /// stores in one database file in WAL mode.
 ///
 /// One writer thread owns the write connection and does group commit: the writes that queue up
-/// while a transaction commits all go into the next transaction (each in its own savepoint, so one
-/// refused write does not undo the others), and every caller is completed only after the
+/// while a transaction commits all go into the next transaction (a write refused by a check
+/// changes nothing, and a group in which a write fails otherwise is redone with one savepoint per
+/// write, so one bad write never undoes the others), and every caller is completed only after the
 /// transaction holding its write committed. Reads run on a second thread with its own connection,
 /// beside the writer (WAL lets readers and the writer proceed together). No store call ever blocks
 /// the calling thread.
