@@ -254,6 +254,29 @@ TEST_P(remote_node_test, messages_for_an_unreachable_node_are_bounded) {
   EXPECT_GE(b.system.dead_letters().count(), 200U);
 }
 
+TEST(remote_options_test, invalid_options_are_refused_with_the_reason) {
+  troupe::actor_system system(troupe::system_config{}.with_workers(1));
+  test::network net(net_kind::memory);
+  auto valid = [&] {
+    return remote_options{}.with_registry(registry()).with_transport(net.factory());
+  };
+  auto refused = [&](remote_options o, const std::string& why) {
+    try {
+      remote_node n(system, std::move(o));
+      ADD_FAILURE() << "accepted options that should fail: " << why;
+    } catch (const troupe::error& e) {
+      EXPECT_EQ(e.value(), troupe::errc::invalid_config);
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused(remote_options{}.with_transport(net.factory()), "registry");
+  refused(remote_options{}.with_registry(registry()), "transport");
+  refused(valid().with_heartbeat(1s, 1s), "unreachable_after");
+  refused(valid().with_max_frame_size(10), "max_frame_size");
+  refused(valid().with_reconnect_backoff(100ms, 10ms), "backoff");
+  remote_node ok(system, valid());  // and the defaults are fine
+}
+
 INSTANTIATE_TEST_SUITE_P(networks, remote_node_test,
                          ::testing::Values(net_kind::memory, net_kind::tcp, net_kind::tls),
                          [](const auto& p) { return test::name_of(p.param); });

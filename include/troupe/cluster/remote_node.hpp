@@ -54,8 +54,9 @@ struct remote_stats {
 
 class remote_node {
  public:
-  /// Starts listening at options.bind. Throws cluster_error when it cannot (or when the
-  /// registry or transport is missing).
+  /// Starts listening at options.bind. Throws troupe::error(errc::invalid_config) for invalid
+  /// options (no registry or transport, a zero interval, ...) and cluster_error when it cannot
+  /// listen.
   remote_node(actor_system& system, remote_options options);
   /// Shuts down: closes every connection; watchers of remote actors get `terminated` and
   /// pending remote asks fail.

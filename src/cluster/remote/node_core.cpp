@@ -27,9 +27,23 @@ std::uint64_t random_incarnation() {
 
 node_core::node_core(actor_system& system, remote_options options)
     : system_(system), options_(std::move(options)) {
-  if (!options_.registry) throw cluster_error(errc::invalid_address, "remote_options: no registry");
-  if (!options_.transport)
-    throw cluster_error(errc::invalid_address, "remote_options: no transport");
+  auto require = [](bool ok, const char* what) {
+    if (!ok)
+      throw troupe::error(troupe::errc::invalid_config, std::string("remote_options: ") + what);
+  };
+  require(options_.registry != nullptr, "a message registry is required (with_registry)");
+  require(static_cast<bool>(options_.transport), "a transport is required (with_transport)");
+  require(!options_.cluster_name.empty(), "the cluster name is empty");
+  require(options_.max_frame_size >= 1024, "max_frame_size must be at least 1024 bytes");
+  require(options_.max_queued_unconnected > 0 && options_.max_queued_connected > 0,
+          "the queue bounds must be positive");
+  require(options_.heartbeat_interval.count() > 0, "heartbeat_interval must be positive");
+  require(options_.unreachable_after > options_.heartbeat_interval,
+          "unreachable_after must be longer than heartbeat_interval");
+  require(options_.handshake_timeout.count() > 0, "handshake_timeout must be positive");
+  require(options_.reconnect_backoff_min.count() > 0 &&
+              options_.reconnect_backoff_max >= options_.reconnect_backoff_min,
+          "reconnect backoff needs 0 < min <= max");
   self_.incarnation = random_incarnation();
 }
 
