@@ -326,6 +326,40 @@ TEST(SteadyClock, CancelledCallbackNeverRuns) {
   EXPECT_FALSE(clock->cancel(cancelled));
 }
 
+TEST(SteadyClock, CallsTheWakeHintBeforeADeadlineUntilItIsCleared) {
+  auto clock = troupe::make_steady_clock();
+  auto seen = std::make_shared<recorder>();
+  // The hint (0) comes only when the clock's thread wakes before the deadline, which a loaded
+  // machine may prevent once in a while: try deadlines one after the other until one has it.
+  clock->set_wake_hint([seen] { seen->add(0); });
+  std::size_t callbacks = 0;
+  bool hinted = false;
+  for (int attempt = 0; attempt < 200 && !hinted; ++attempt) {
+    clock->schedule_after(1ms, [seen] { seen->add(1); });
+    ++callbacks;
+    const auto values = seen->wait_for(callbacks + 1, 10ms);
+    hinted = std::count(values.begin(), values.end(), 0) > 0;
+  }
+  EXPECT_TRUE(hinted);
+  std::vector<int> values;
+  troupe::testkit::await_condition(
+      [&] {
+        values = seen->wait_for(0);
+        return static_cast<std::size_t>(std::count(values.begin(), values.end(), 1)) == callbacks;
+      },
+      3s, "every callback");
+  // A hint announces a callback still to come.
+  const auto hint = std::find(values.begin(), values.end(), 0);
+  EXPECT_NE(std::find(hint, values.end(), 1), values.end());
+
+  clock->set_wake_hint(nullptr);
+  const std::size_t before = values.size();
+  clock->schedule_after(5ms, [seen] { seen->add(2); });
+  const auto after = seen->wait_for(before + 1);
+  EXPECT_EQ(after.size(), before + 1);  // no hint any more: only the callback
+  EXPECT_EQ(after.back(), 2);
+}
+
 TEST(SteadyClock, MayBeDestroyedByItsOwnCallback) {
   auto clock = troupe::make_steady_clock();
   std::weak_ptr<troupe::clock> weak = clock;

@@ -118,7 +118,8 @@ using handler_executor = boost::asio::any_io_executor;
 /// The bottom frame of a handler's coroutine thread: runs the handler, then ends the turn.
 /// Exceptions end the turn as failures (supervision decides).
 inline boost::asio::awaitable<boost::asio::detail::awaitable_thread_entry_point, handler_executor>
-run_to_end_of_turn(boost::asio::awaitable<void> work, intrusive_ptr<actor_cell> cell) {
+run_to_end_of_turn(boost::asio::awaitable<void> work, actor_cell* cell) {
+  // No ref of its own: the thread's executor, in this very frame, keeps the cell alive.
   std::exception_ptr failure;
   try {
     co_await std::move(work);
@@ -137,7 +138,7 @@ inline void start_handler(actor_cell& cell, boost::asio::cancellation_signal& ca
   if (concurrency_gate* gate = gate_of(cell)) work = run_gated(*gate, std::move(work));
   handler_executor executor(
       actor_executor(intrusive_ptr<actor_cell>(&cell), &execution_context_of(cell)));
-  auto entry = run_to_end_of_turn(std::move(work), intrusive_ptr<actor_cell>(&cell));
+  auto entry = run_to_end_of_turn(std::move(work), &cell);
   cell.begin_async_turn();  // nothing below throws: the turn always ends
   boost::asio::detail::awaitable_thread<handler_executor> thread(
       std::move(entry), executor, cancel.slot(), boost::asio::cancellation_state(cancel.slot()));
