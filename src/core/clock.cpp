@@ -79,6 +79,8 @@ class steady_clock_source final : public clock {
   // How long before a deadline the thread stops sleeping and spins: waking from a timed wait
   // costs ~30 us on this kind of VM (idle vCPUs halt), which a 1 ms await would pay every time.
   static constexpr duration spin_window = std::chrono::microseconds(60);
+  // With more timers pending than this the thread sleeps to each deadline instead.
+  static constexpr std::size_t spin_max_pending = 256;
 
   /// Spins until `deadline`, a new earliest timer or a stop, whichever comes first.
   static void spin_until(shared& s, time_point deadline) {
@@ -111,6 +113,12 @@ class steady_clock_source final : public clock {
           s.wake.wait_until(lock, next - spin_window);
         } else {
           if (s.wake_hint) s.wake_hint();
+          if (s.queue.size() > spin_max_pending) {
+            // Deadlines this dense keep the thread busy anyway; spinning would take a core
+            // from the workers that run the completions.
+            s.wake.wait_until(lock, next);
+            continue;
+          }
           s.earlier.store(false, std::memory_order_relaxed);
           lock.unlock();
           spin_until(s, next);
