@@ -40,6 +40,9 @@ boost::asio::execution_context& execution_context_of(actor_cell& cell);
 actor_cell& require_current_cell();
 /// The clock of a cell's system.
 std::shared_ptr<clock> clock_of_cell(actor_cell& cell);
+/// The same, without a ref: for what lives no longer than the cell's system (no shared count
+/// bounced between cores on every await).
+clock& clock_ref_of_cell(actor_cell& cell) noexcept;
 
 /// The gate a cell's coroutine handlers pass, if its entity home has one.
 concurrency_gate* gate_of(const actor_cell& cell) noexcept;
@@ -220,8 +223,7 @@ namespace detail {
 /// inside the actor's turn.
 template <class Handler>
 struct sleep_op final : system_message {
-  sleep_op(Handler h, actor_cell& c, std::shared_ptr<clock> clk)
-      : handler(std::move(h)), cell(&c), on(std::move(clk)) {}
+  sleep_op(Handler h, actor_cell& c) : handler(std::move(h)), cell(&c), on(&clock_ref_of_cell(c)) {}
 
   /// Called on the clock's thread when the deadline passed.
   void fire() {
@@ -245,7 +247,7 @@ struct sleep_op final : system_message {
 
   Handler handler;
   intrusive_ptr<actor_cell> cell;
-  std::shared_ptr<clock> on;
+  clock* on;  // the system's: it outlives the cell's turns, the only place `on` is used
   timer_id id = 0;
   boost::system::error_code ec;
 };
@@ -263,7 +265,7 @@ auto sleep_for(duration d, Token&& token = {}) {
       [](auto handler, detail::actor_cell* on_cell, duration wait) {
         using op_t = detail::sleep_op<decltype(handler)>;
         auto slot = boost::asio::get_associated_cancellation_slot(handler);
-        auto* op = new op_t(std::move(handler), *on_cell, detail::clock_of_cell(*on_cell));
+        auto* op = new op_t(std::move(handler), *on_cell);
         if (slot.is_connected()) {
           // Emitted inside the actor's turn (cancel_turn), as is the op's completion, which
           // clears the slot: the op is alive whenever this runs.
