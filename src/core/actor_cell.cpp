@@ -468,6 +468,8 @@ void actor_cell::handle_user_envelope(envelope_base* e) noexcept {
       if (ext_ && ext_->idle_make) ext_->idle_last = system_.clock().now();
       break;
   }
+  // A coroutine handler may run to its end inside handle() and free `e` (end_async_turn).
+  const envelope_kind kind = e->kind;
   current_ = e;
   bool async = false;
   try {
@@ -480,6 +482,7 @@ void actor_cell::handle_user_envelope(envelope_base* e) noexcept {
       what += "?";
     }
     current_ = nullptr;
+    if (async_message_ == e) async_message_ = nullptr;  // a turn that began never started
     const std::exception_ptr failure = std::current_exception();
     // An asker hears at once that its question failed the actor (instead of timing out).
     if (e->sender) {
@@ -490,16 +493,13 @@ void actor_cell::handle_user_envelope(envelope_base* e) noexcept {
     fail(failure, what);
   }
   current_ = nullptr;
-  if (e->kind == envelope_kind::idle && ext_ && ext_->idle_make) {
+  if (kind == envelope_kind::idle && ext_ && ext_->idle_make) {
     ext_->idle_last = system_.clock().now();
     arm_idle_check();
   }
-  if (async) {
-    // Kept (its payload moved into the coroutine) until the handler ends, to name it on failure.
-    delete std::exchange(async_message_, e);
-  } else {
-    delete e;
-  }
+  // A coroutine turn took `e` in begin_async_turn (its payload moved into the coroutine) and
+  // frees it when the handler ends; it names the message on failure.
+  if (!async) delete e;
 }
 
 std::size_t actor_cell::run_batch(std::size_t cap) noexcept {
@@ -592,15 +592,17 @@ void actor_cell::drain_to_dead_letters(const char* reason) noexcept {
 // -- coroutine turns ----------------------------------------------------------------------------
 
 void actor_cell::begin_async_turn() {
-  // The handler's message (kept in async_message_ once handle() returns; the coroutine starts
-  // only after that, its executor never runs work inline) carries the sender.
+  // The handler's message (null when the turn starts outside a message: recovery, a batch)
+  // carries the sender; the coroutine may start, and even end, inside handle().
   async_in_flight_ = true;
+  delete std::exchange(async_message_, current_);
   update_suspended();
 }
 
 void actor_cell::end_async_turn(std::exception_ptr failure) {
   async_in_flight_ = false;
   std::unique_ptr<envelope_base> message(std::exchange(async_message_, nullptr));
+  if (current_ == message.get()) current_ = nullptr;  // ended inside handle(): `e` goes now
   const intrusive_ptr<actor_target> sender = message ? std::move(message->sender) : nullptr;
   if (failure && phase_ == phase::running) {
     std::string what = "in a coroutine handler";

@@ -49,6 +49,8 @@ system_impl::system_impl(actor_system& facade, system_config config)
     ::pthread_setname_np(::pthread_self(), n.c_str());
     io_.run();
   });
+  // A timer's completion then finds a worker already awake (the clock calls it just before).
+  if (!scheduler_.manual()) clock_->set_wake_hint([this] { scheduler_.wake_one(); });
 }
 
 system_impl::~system_impl() { shutdown_threads(); }
@@ -145,6 +147,7 @@ void system_impl::release_guardians() {
 }
 
 void system_impl::shutdown_threads() {
+  if (!scheduler_.manual()) clock_->set_wake_hint(nullptr);
   scheduler_.shutdown();
   io_work_.reset();
   io_.stop();

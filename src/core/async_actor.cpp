@@ -1,6 +1,10 @@
 #include <troupe/core/async_actor.hpp>
 
+#include "core/system_impl.hpp"
+
 namespace troupe::detail {
+
+clock& clock_ref_of_cell(actor_cell& cell) noexcept { return cell.system().clock(); }
 
 concurrency_gate* gate_of(const actor_cell& cell) noexcept {
   const entity_home* home = cell.home();

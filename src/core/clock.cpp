@@ -4,6 +4,7 @@
 
 #include <sys/prctl.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -46,8 +47,16 @@ class steady_clock_source final : public clock {
       earliest = shared_->queue.empty() || at < shared_->queue.next_deadline();
       id = shared_->queue.insert(at, std::move(fn));
     }
-    if (earliest) shared_->wake.notify_one();
+    if (earliest) {
+      shared_->earlier.store(true, std::memory_order_release);  // ends a spin (see run)
+      shared_->wake.notify_one();
+    }
     return id;
+  }
+
+  void set_wake_hint(callback hint) override {
+    std::lock_guard lock(shared_->mutex);
+    shared_->wake_hint = std::move(hint);
   }
 
   bool cancel(timer_id id) noexcept override {
@@ -62,7 +71,30 @@ class steady_clock_source final : public clock {
     std::condition_variable wake;
     detail::timer_queue queue;
     bool stopping = false;
+    // Set when a timer became the earliest: a spinning thread looks again.
+    std::atomic<bool> earlier{false};
+    callback wake_hint;  // called under the mutex: set_wake_hint(nullptr) waits for it
   };
+
+  // How long before a deadline the thread stops sleeping and spins: waking from a timed wait
+  // costs ~30 us on this kind of VM (idle vCPUs halt), which a 1 ms await would pay every time.
+  static constexpr duration spin_window = std::chrono::microseconds(60);
+  // With more timers pending than this the thread sleeps to each deadline instead.
+  static constexpr std::size_t spin_max_pending = 256;
+
+  /// Spins until `deadline`, a new earliest timer or a stop, whichever comes first.
+  static void spin_until(shared& s, time_point deadline) {
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (s.earlier.load(std::memory_order_acquire)) return;
+      for (int i = 0; i < 32; ++i) cpu_relax();
+    }
+  }
+
+  static void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
 
   static void run(shared& s) {
     // Deadlines of 1 ms matter here; the default 50 us slack would dominate their lateness.
@@ -75,8 +107,23 @@ class steady_clock_source final : public clock {
         continue;
       }
       const time_point next = s.queue.next_deadline();
-      if (next > std::chrono::steady_clock::now()) {
-        s.wake.wait_until(lock, next);
+      const time_point now_before = std::chrono::steady_clock::now();
+      if (next > now_before) {
+        if (next - now_before > spin_window) {
+          s.wake.wait_until(lock, next - spin_window);
+        } else {
+          if (s.wake_hint) s.wake_hint();
+          if (s.queue.size() > spin_max_pending) {
+            // Deadlines this dense keep the thread busy anyway; spinning would take a core
+            // from the workers that run the completions.
+            s.wake.wait_until(lock, next);
+            continue;
+          }
+          s.earlier.store(false, std::memory_order_relaxed);
+          lock.unlock();
+          spin_until(s, next);
+          lock.lock();
+        }
         continue;
       }
       // Take everything due under one lock: thousands of 1 ms timers expire together.

@@ -40,6 +40,9 @@ class scheduler {
   /// Queues a cell whose `scheduled` bit the caller just set. After shutdown, runs the turn
   /// inline (dead cells draining their mail).
   void schedule(actor_cell* cell) noexcept;
+  /// Wakes a parked worker, if no worker is awake, so that work about to arrive (a timer's
+  /// completion) finds one spinning.
+  void wake_one() noexcept { notify_one(); }
   /// Stops and joins the workers.
   void shutdown();
   std::size_t run_until_idle();

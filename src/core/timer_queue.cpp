@@ -25,6 +25,29 @@ timer_id timer_queue::insert(time_point at, clock::callback fn) {
   s.generation++;
   s.used = true;
   s.fn = std::move(fn);
+  // The lane whose last deadline is the latest one not after `at` (lanes stay tight), else an
+  // empty lane, else the heap.
+  int best = -1;
+  int vacant = -1;
+  for (std::size_t i = 0; i < lane_count; ++i) {
+    const lane& l = lanes_[i];
+    if (l.slots.empty()) {
+      if (vacant < 0) vacant = static_cast<int>(i);
+    } else if (l.last_at <= at &&
+               (best < 0 || l.last_at > lanes_[static_cast<std::size_t>(best)].last_at)) {
+      best = static_cast<int>(i);
+    }
+  }
+  if (best < 0) best = vacant;
+  if (best >= 0) {
+    lane& l = lanes_[static_cast<std::size_t>(best)];
+    s.lane = static_cast<std::int8_t>(best);
+    l.slots.push_back(index);
+    l.last_at = at;
+    ++lanes_live_;
+    return make_id(index, s.generation);
+  }
+  s.lane = -1;
   heap_.push_back(index);
   s.heap_pos = static_cast<std::uint32_t>(heap_.size() - 1);
   sift_up(heap_.size() - 1);
@@ -37,13 +60,55 @@ bool timer_queue::erase(timer_id id, clock::callback& out) {
   const std::uint32_t index = low - 1;
   slot& s = slots_[index];
   if (!s.used || s.generation != static_cast<std::uint32_t>(id >> 32)) return false;
+  if (s.lane >= 0) {
+    // Left in place: its slot is freed when it reaches the front.
+    s.used = false;
+    out = std::move(s.fn);
+    s.fn = nullptr;
+    --lanes_live_;
+    trim_lane(static_cast<std::size_t>(s.lane));
+    return true;
+  }
   out = remove_at(s.heap_pos);
   return true;
 }
 
 std::optional<clock::callback> timer_queue::pop_due(time_point now) {
-  if (heap_.empty() || slots_[heap_.front()].at > now) return std::nullopt;
-  return remove_at(0);
+  if (empty()) return std::nullopt;
+  const std::uint32_t index = earliest();
+  slot& s = slots_[index];
+  if (s.at > now) return std::nullopt;
+  if (s.lane < 0) return remove_at(0);
+  const auto l = static_cast<std::size_t>(s.lane);
+  lanes_[l].slots.pop_front();
+  --lanes_live_;
+  s.used = false;
+  s.lane = -1;
+  clock::callback fn = std::move(s.fn);
+  s.fn = nullptr;
+  free_.push_back(index);
+  trim_lane(l);
+  return fn;
+}
+
+std::uint32_t timer_queue::earliest() const noexcept {
+  bool found = !heap_.empty();
+  std::uint32_t best = found ? heap_.front() : 0;
+  for (const lane& l : lanes_) {
+    if (l.slots.empty()) continue;
+    if (!found || less(l.slots.front(), best)) best = l.slots.front();
+    found = true;
+  }
+  return best;
+}
+
+void timer_queue::trim_lane(std::size_t index) noexcept {
+  auto& q = lanes_[index].slots;
+  while (!q.empty() && !slots_[q.front()].used) {
+    slots_[q.front()].lane = -1;
+    free_.push_back(q.front());
+    q.pop_front();
+  }
 }
 
 bool timer_queue::less(std::uint32_t a, std::uint32_t b) const noexcept {

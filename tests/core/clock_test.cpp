@@ -186,6 +186,81 @@ TEST(ManualClock, ManyTimersInsertedAndCancelledInRandomOrderFireExactlyTheRestI
   }
 }
 
+TEST(ManualClock, EqualDelaysInterleavedWithEarlierDeadlinesFireByDeadlineThenInsertion) {
+  troupe::testkit::manual_clock clock;
+  std::vector<std::string> fired;
+  auto at = [&](int ms, std::string name) {
+    return clock.schedule_after(ms * 1ms, [&fired, name] { fired.push_back(name); });
+  };
+  at(10, "a10");
+  at(10, "b10");
+  at(20, "c20");
+  at(10, "d10");  // earlier than the last deadline armed: no longer in arming order
+  const auto cancelled = at(20, "e20");
+  at(5, "f5");
+  at(20, "g20");
+  at(30, "h30");
+  ASSERT_TRUE(clock.cancel(cancelled));
+  ASSERT_EQ(clock.pending(), 7u);
+
+  clock.advance(20ms);
+  at(0, "i20");  // due now: after everything that was due at 20 ms
+
+  clock.advance(10ms);
+  EXPECT_EQ(fired,
+            (std::vector<std::string>{"f5", "a10", "b10", "d10", "c20", "g20", "i20", "h30"}));
+  EXPECT_EQ(clock.pending(), 0u);
+}
+
+TEST(ManualClock, MostlyEqualDelaysWithCancelsFireExactlyTheRestInOrder) {
+  const std::uint64_t seed = troupe::testkit::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+
+  troupe::testkit::manual_clock clock;
+  struct timer {
+    troupe::time_point at;
+    std::uint64_t seq;
+    troupe::timer_id id;
+  };
+  std::map<int, timer> live;
+  std::vector<int> fired;
+  std::uint64_t seq = 0;
+  for (int round = 0; round < 200; ++round) {
+    for (int op = 0; op < 50; ++op) {
+      if (live.empty() || pick(100) < 80) {
+        // Mostly the same delay (as a busy entity region's 1 ms awaits), sometimes shorter.
+        const auto delay = pick(10) == 0 ? pick(1000) * 1us : 1ms;
+        const int index = static_cast<int>(seq);
+        const troupe::time_point at = clock.now() + delay;
+        const auto id = clock.schedule_at(at, [&fired, index] { fired.push_back(index); });
+        live.emplace(index, timer{at, seq++, id});
+      } else {
+        auto it = std::next(live.begin(), pick(static_cast<int>(live.size())));
+        ASSERT_TRUE(clock.cancel(it->second.id));
+        ASSERT_FALSE(clock.cancel(it->second.id));
+        live.erase(it);
+      }
+    }
+    ASSERT_EQ(clock.pending(), live.size());
+    const auto step = pick(400) * 1us;
+    std::vector<std::tuple<troupe::time_point, std::uint64_t, int>> due;
+    for (const auto& [index, t] : live) {
+      if (t.at <= clock.now() + step) due.emplace_back(t.at, t.seq, index);
+    }
+    std::sort(due.begin(), due.end());
+    fired.clear();
+    clock.advance(step);
+    std::vector<int> expected;
+    for (const auto& d : due) {
+      expected.push_back(std::get<2>(d));
+      live.erase(std::get<2>(d));
+    }
+    ASSERT_EQ(fired, expected) << "round " << round;
+  }
+}
+
 // -- steady clock -------------------------------------------------------------------------------
 
 /// Collects values from callbacks on the clock's thread; the test waits with a deadline.
@@ -249,6 +324,40 @@ TEST(SteadyClock, CancelledCallbackNeverRuns) {
 
   EXPECT_EQ(seen->wait_for(1), (std::vector<int>{1}));
   EXPECT_FALSE(clock->cancel(cancelled));
+}
+
+TEST(SteadyClock, CallsTheWakeHintBeforeADeadlineUntilItIsCleared) {
+  auto clock = troupe::make_steady_clock();
+  auto seen = std::make_shared<recorder>();
+  // The hint (0) comes only when the clock's thread wakes before the deadline, which a loaded
+  // machine may prevent once in a while: try deadlines one after the other until one has it.
+  clock->set_wake_hint([seen] { seen->add(0); });
+  std::size_t callbacks = 0;
+  bool hinted = false;
+  for (int attempt = 0; attempt < 200 && !hinted; ++attempt) {
+    clock->schedule_after(1ms, [seen] { seen->add(1); });
+    ++callbacks;
+    const auto values = seen->wait_for(callbacks + 1, 10ms);
+    hinted = std::count(values.begin(), values.end(), 0) > 0;
+  }
+  EXPECT_TRUE(hinted);
+  std::vector<int> values;
+  troupe::testkit::await_condition(
+      [&] {
+        values = seen->wait_for(0);
+        return static_cast<std::size_t>(std::count(values.begin(), values.end(), 1)) == callbacks;
+      },
+      3s, "every callback");
+  // A hint announces a callback still to come.
+  const auto hint = std::find(values.begin(), values.end(), 0);
+  EXPECT_NE(std::find(hint, values.end(), 1), values.end());
+
+  clock->set_wake_hint(nullptr);
+  const std::size_t before = values.size();
+  clock->schedule_after(5ms, [seen] { seen->add(2); });
+  const auto after = seen->wait_for(before + 1);
+  EXPECT_EQ(after.size(), before + 1);  // no hint any more: only the callback
+  EXPECT_EQ(after.back(), 2);
 }
 
 TEST(SteadyClock, MayBeDestroyedByItsOwnCallback) {

@@ -241,6 +241,88 @@ TEST(CoroutineActor, AsioSteadyTimerOnTheCoroutinesExecutorWorks) {
   EXPECT_EQ(replies.expect_message(), "system io_context");
 }
 
+// -- handlers started inside the turn -------------------------------------------------------------
+
+/// Replies n + 1; awaits sleep_for(0) first only for odd n, so the messages alternate between
+/// handlers that end at once and handlers that end in a later turn.
+class sometimes_waiting final : public troupe::async_actor<int> {
+ private:
+  boost::asio::awaitable<void> receive(int n) override {
+    if (n % 2 != 0) co_await troupe::sleep_for(troupe::duration::zero());
+    context().reply(n + 1);
+  }
+};
+
+TEST(CoroutineActor, HandlersThatNeverAwaitKeepOrderAndRepliesWithThoseThatDo) {
+  troupe::actor_system system(troupe::system_config{}.with_workers(2));
+  test_probe<int> replies(system, "replies");
+  auto a = system.spawn<sometimes_waiting>("sometimes");
+  for (int n = 0; n < 200; ++n) a.tell(n, replies.untyped());
+
+  for (int n = 0; n < 200; ++n) EXPECT_EQ(replies.expect_message(), n + 1);
+}
+
+/// Appends each message to a log after a wait on the system clock, then tells the log's length.
+class ordered_log final : public troupe::async_actor<int> {
+ public:
+  explicit ordered_log(troupe::actor_ref<std::string> out) : out_(std::move(out)) {}
+
+ private:
+  boost::asio::awaitable<void> receive(int n) override {
+    co_await troupe::sleep_for(std::chrono::microseconds(n % 3 == 0 ? 0 : 200));
+    log_ += std::to_string(n) + ",";
+    if (n == 99) out_.tell(log_);
+  }
+
+  troupe::actor_ref<std::string> out_;
+  std::string log_;
+};
+
+TEST(CoroutineActor, MessagesKeepTheirOrderAcrossAwaitsOnTheRealClock) {
+  troupe::actor_system system(troupe::system_config{}.with_workers(2));
+  test_probe<std::string> out(system, "out");
+  auto a = system.spawn<ordered_log>("log", out.ref());
+  std::string expected;
+  for (int n = 0; n < 100; ++n) {
+    a.tell(n);
+    expected += std::to_string(n) + ",";
+  }
+
+  EXPECT_EQ(out.expect_message(), expected);
+}
+
+/// A plain actor that waits with a callback token: the callback runs inside its own turn.
+class callback_sleeper final : public troupe::actor<int> {
+ public:
+  explicit callback_sleeper(events ev) : events_(std::move(ev)) {}
+
+ private:
+  void receive(int& n) override {
+    troupe::sleep_for(std::chrono::milliseconds(n), [this, n](boost::system::error_code ec) {
+      const bool inside = troupe::detail::current_cell() == &context().cell();
+      events_.tell("woke " + std::to_string(n) + (ec ? " with error" : "") +
+                   (inside ? " inside the turn" : " elsewhere"));
+    });
+  }
+
+  events events_;
+};
+
+TEST(CoroutineActor, SleepForWithACallbackCompletesInsideTheActorsTurn) {
+  troupe::testkit::deterministic_system ds;
+  test_probe<std::string> ev(ds.system(), "events");
+  auto a = ds.system().spawn<callback_sleeper>("sleeper", ev.ref());
+  a.tell(20);
+  a.tell(10);
+  ds.run();
+  ASSERT_EQ(ds.clock().pending(), 2u);
+
+  ds.advance(15ms);
+  EXPECT_EQ(ev.expect_message(), "woke 10 inside the turn");
+  ds.advance(10ms);
+  EXPECT_EQ(ev.expect_message(), "woke 20 inside the turn");
+}
+
 // -- stopping while awaiting ----------------------------------------------------------------------
 
 TEST(CoroutineActor, StoppingWhileTheHandlerAwaitsCancelsTheWaitAndTerminates) {

@@ -9,11 +9,15 @@
 #include <troupe/core/concurrency_gate.hpp>
 #include <troupe/core/errc.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/cancellation_state.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/execution.hpp>
 #include <boost/asio/execution_context.hpp>
@@ -24,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <system_error>
+#include <type_traits>
 #include <vector>
 
 namespace troupe {
@@ -35,6 +40,9 @@ boost::asio::execution_context& execution_context_of(actor_cell& cell);
 actor_cell& require_current_cell();
 /// The clock of a cell's system.
 std::shared_ptr<clock> clock_of_cell(actor_cell& cell);
+/// The same, without a ref: for what lives no longer than the cell's system (no shared count
+/// bounced between cores on every await).
+clock& clock_ref_of_cell(actor_cell& cell) noexcept;
 
 /// The gate a cell's coroutine handlers pass, if its entity home has one.
 concurrency_gate* gate_of(const actor_cell& cell) noexcept;
@@ -91,6 +99,9 @@ class actor_executor {
     return *this;
   }
 
+  /// The actor whose turns run the work.
+  [[nodiscard]] detail::actor_cell* cell() const noexcept { return cell_.get(); }
+
   friend bool operator==(const actor_executor& a, const actor_executor& b) noexcept {
     return a.cell_ == b.cell_;
   }
@@ -102,6 +113,41 @@ class actor_executor {
   detail::intrusive_ptr<detail::actor_cell> cell_;
   boost::asio::execution_context* context_;
 };
+
+namespace detail {
+/// The executor type of `asio::awaitable<void>`, the handlers' return type.
+using handler_executor = boost::asio::any_io_executor;
+
+/// The bottom frame of a handler's coroutine thread: runs the handler, then ends the turn.
+/// Exceptions end the turn as failures (supervision decides).
+inline boost::asio::awaitable<boost::asio::detail::awaitable_thread_entry_point, handler_executor>
+run_to_end_of_turn(boost::asio::awaitable<void> work, actor_cell* cell) {
+  // No ref of its own: the thread's executor, in this very frame, keeps the cell alive.
+  std::exception_ptr failure;
+  try {
+    co_await std::move(work);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  cell->end_async_turn(failure);
+}
+
+/// Starts a coroutine handler inside the running turn (through the cell's gate, if it has one):
+/// its code up to the first co_await runs now, the rest in later turns of the same actor, and
+/// the turn ends when it does. No co_spawn: no dispatch through the executor at start or end
+/// (the cost of co_spawn per message was ~1,500 instructions, see docs/hot-keys.md).
+inline void start_handler(actor_cell& cell, boost::asio::cancellation_signal& cancel,
+                          boost::asio::awaitable<void> work) {
+  if (concurrency_gate* gate = gate_of(cell)) work = run_gated(*gate, std::move(work));
+  handler_executor executor(
+      actor_executor(intrusive_ptr<actor_cell>(&cell), &execution_context_of(cell)));
+  auto entry = run_to_end_of_turn(std::move(work), &cell);
+  cell.begin_async_turn();  // nothing below throws: the turn always ends
+  boost::asio::detail::awaitable_thread<handler_executor> thread(
+      std::move(entry), executor, cancel.slot(), boost::asio::cancellation_state(cancel.slot()));
+  thread.launch();
+}
+}  // namespace detail
 
 /// An actor with a coroutine handler.
 template <class M>
@@ -118,9 +164,7 @@ class async_actor : public basic_actor<M> {
 
  private:
   bool handle(detail::envelope_base& e) final {
-    auto& cell = this->context().cell();
-    cell.begin_async_turn();
-    detail::spawn_handler(cell, executor(), cancel_,
+    detail::start_handler(this->context().cell(), cancel_,
                           receive(std::move(*static_cast<M*>(e.payload()))));
     return true;
   }
@@ -163,9 +207,7 @@ class async_batch_actor : public basic_actor<M> {
     return start(std::move(items));
   }
   bool start(std::vector<batch_item<M>> items) {
-    auto& cell = this->context().cell();
-    cell.begin_async_turn();
-    detail::spawn_handler(cell, executor(), cancel_, receive_batch(std::move(items)));
+    detail::start_handler(this->context().cell(), cancel_, receive_batch(std::move(items)));
     return true;
   }
   void cancel_turn() noexcept final { cancel_.emit(boost::asio::cancellation_type::terminal); }
@@ -174,44 +216,71 @@ class async_batch_actor : public basic_actor<M> {
 };
 
 namespace detail {
+/// One pending sleep_for: the completion handler and the cell to complete it on, in one
+/// allocation that is also the system message which completes it (no shared state, no
+/// type-erased dispatch). The clock's callback posts it to the cell; a cancellation that
+/// removes the timer before it fired posts it with operation_aborted. Either way it completes
+/// inside the actor's turn.
 template <class Handler>
-struct sleep_state {
-  explicit sleep_state(Handler h) : handler(std::move(h)) {}
-  std::atomic<bool> done{false};
-  std::optional<Handler> handler;
-  std::atomic<timer_id> id{0};
+struct sleep_op final : system_message {
+  sleep_op(Handler h, actor_cell& c) : handler(std::move(h)), cell(&c), on(&clock_ref_of_cell(c)) {}
 
-  void complete(boost::system::error_code ec) {
-    if (done.exchange(true, std::memory_order_acq_rel)) return;
-    Handler h = std::move(*handler);
-    handler.reset();
-    auto ex = boost::asio::get_associated_executor(h);
-    boost::asio::dispatch(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
+  /// Called on the clock's thread when the deadline passed.
+  void fire() {
+    const intrusive_ptr<actor_cell> keep = cell;  // the op may be gone once posted
+    keep->post(this);
   }
+
+  void apply(actor_cell& /*cell*/) override {
+    Handler h = std::move(handler);
+    boost::asio::get_associated_cancellation_slot(h).clear();  // it points at this op
+    auto ex = boost::asio::get_associated_executor(h);
+    if constexpr (std::is_same_v<decltype(ex), boost::asio::any_io_executor>) {
+      const auto* target = ex.template target<actor_executor>();
+      if (target != nullptr && target->cell() == cell.get()) {
+        std::move(h)(ec);  // already inside this actor's turn: resume the coroutine here
+        return;
+      }
+    }
+    boost::asio::dispatch(ex, [h = std::move(h), e = ec]() mutable { std::move(h)(e); });
+  }
+
+  Handler handler;
+  intrusive_ptr<actor_cell> cell;
+  clock* on;  // the system's: it outlives the cell's turns, the only place `on` is used
+  timer_id id = 0;
+  boost::system::error_code ec;
 };
 }  // namespace detail
 
 /// Waits `d` on the actor system's clock (a manual clock in tests), inside an actor's
 /// coroutine. Cancelled with the handler when the actor stops (completes with
-/// operation_aborted, which throws under use_awaitable).
+/// operation_aborted, which throws under use_awaitable). Completes inside the actor's turn.
 template <class Token = boost::asio::use_awaitable_t<>>
 auto sleep_for(duration d, Token&& token = {}) {
-  auto clk = detail::clock_of_cell(detail::require_current_cell());
+  detail::actor_cell* cell = &detail::require_current_cell();
   return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
-      [](auto handler, std::shared_ptr<clock> on, duration wait) {
-        using state_t = detail::sleep_state<decltype(handler)>;
+      // The cell outlives the initiation: it runs now or, under use_awaitable, later in the
+      // same step of the cell's turn.
+      [](auto handler, detail::actor_cell* on_cell, duration wait) {
+        using op_t = detail::sleep_op<decltype(handler)>;
         auto slot = boost::asio::get_associated_cancellation_slot(handler);
-        auto state = std::make_shared<state_t>(std::move(handler));
+        auto* op = new op_t(std::move(handler), *on_cell);
         if (slot.is_connected()) {
-          slot.assign([weak = std::weak_ptr<state_t>(state), on](boost::asio::cancellation_type) {
-            if (auto s = weak.lock()) {
-              if (on->cancel(s->id.load())) s->complete(boost::asio::error::operation_aborted);
+          // Emitted inside the actor's turn (cancel_turn), as is the op's completion, which
+          // clears the slot: the op is alive whenever this runs.
+          slot.assign([op](boost::asio::cancellation_type /*type*/) {
+            if (op->on->cancel(op->id)) {  // the callback will never run: we own the op
+              op->ec = boost::asio::error::operation_aborted;
+              op->cell->post(op);
             }
           });
         }
-        state->id.store(on->schedule_after(wait, [state] { state->complete({}); }));
+        // The callback may post the op before the id is stored; the op runs only in a later
+        // step of this turn, which is ours until the initiation returns.
+        op->id = op->on->schedule_after(wait, [op] { op->fire(); });
       },
-      token, std::move(clk), d);
+      token, cell, d);
 }
 
 }  // namespace troupe

@@ -33,6 +33,11 @@ class clock {
   virtual bool cancel(timer_id id) noexcept = 0;
 
   timer_id schedule_after(duration d, callback fn) { return schedule_at(now() + d, std::move(fn)); }
+
+  /// Sets what the clock calls shortly (tens of us) before a deadline, so that the runtime can
+  /// have a thread awake when the callback's work arrives (a parked core takes ~30 us to wake).
+  /// Null clears it. It must be short and must not call the clock. Clocks may ignore it.
+  virtual void set_wake_hint(callback hint) { (void)hint; }
 };
 
 /// The real clock: std::chrono::steady_clock and one timer thread with a 1 ns timer slack.
