@@ -253,17 +253,15 @@ struct sleep_op final : system_message {
 };
 }  // namespace detail
 
-/// Waits `d` on the actor system's clock (a manual clock in tests), inside an actor's
-/// coroutine. Cancelled with the handler when the actor stops (completes with
-/// operation_aborted, which throws under use_awaitable). Completes inside the actor's turn.
-template <class Token = boost::asio::use_awaitable_t<>>
-auto sleep_for(duration d, Token&& token = {}) {
-  detail::actor_cell* cell = &detail::require_current_cell();
+namespace detail {
+/// Starts a sleep of `d` for `cell` (see sleep_for).
+template <class Token>
+auto async_sleep(actor_cell* cell, duration d, Token&& token) {
   return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
-      // The cell outlives the initiation: it runs now or, under use_awaitable, later in the
-      // same step of the cell's turn.
-      [](auto handler, detail::actor_cell* on_cell, duration wait) {
-        using op_t = detail::sleep_op<decltype(handler)>;
+      // The cell outlives the initiation: it runs now or, when co_awaited, later in the same
+      // step of the cell's turn.
+      [](auto handler, actor_cell* on_cell, duration wait) {
+        using op_t = sleep_op<decltype(handler)>;
         auto slot = boost::asio::get_associated_cancellation_slot(handler);
         auto* op = new op_t(std::move(handler), *on_cell);
         if (slot.is_connected()) {
@@ -281,6 +279,38 @@ auto sleep_for(duration d, Token&& token = {}) {
         op->id = op->on->schedule_after(wait, [op] { op->fire(); });
       },
       token, cell, d);
+}
+
+/// `sleep_for(d)` without a token: an asynchronous operation a coroutine handler co_awaits
+/// directly. Asio runs such an operation in the awaiting frame, where `use_awaitable` would add
+/// a coroutine frame of its own per await (~1,600 instructions to start and resume it).
+class sleep_operation {
+ public:
+  sleep_operation(actor_cell* cell, duration d) noexcept : cell_(cell), d_(d) {}
+  // Constrained: Asio also offers an awaited object the awaiting frame, which must not match.
+  template <boost::asio::completion_token_for<void(boost::system::error_code)> Token>
+  auto operator()(Token&& token) const {
+    return async_sleep(cell_, d_, std::forward<Token>(token));
+  }
+
+ private:
+  actor_cell* cell_;  // the actor whose handler awaits: alive while it does
+  duration d_;
+};
+}  // namespace detail
+
+/// Waits `d` on the actor system's clock (a manual clock in tests), inside an actor's
+/// coroutine: `co_await troupe::sleep_for(d)`. Cancelled with the handler when the actor stops
+/// (completes with operation_aborted, which throws in the coroutine). Completes inside the
+/// actor's turn.
+inline detail::sleep_operation sleep_for(duration d) {
+  return {&detail::require_current_cell(), d};
+}
+
+/// The same with a completion token (use_awaitable, a callback, ...).
+template <class Token>
+auto sleep_for(duration d, Token&& token) {
+  return detail::async_sleep(&detail::require_current_cell(), d, std::forward<Token>(token));
 }
 
 }  // namespace troupe
