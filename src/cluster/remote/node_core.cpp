@@ -124,11 +124,14 @@ intrusive_ptr<actor_target> node_core::exposed(const std::string& path) {
   return it->second;
 }
 
-std::uint64_t node_core::export_target(actor_target* t, bool /*temporary*/) {
-  auto [it, fresh] = export_ids_.try_emplace(t, next_export_);
+const node_core::exported& node_core::export_target(actor_target* t) {
+  auto [it, fresh] = export_ids_.try_emplace(t);
   if (fresh) {
-    exports_.emplace(next_export_, intrusive_ptr<actor_target>(t));
-    ++next_export_;
+    // The path is built once per export, not for every message the target sends.
+    it->second.id = next_export_++;
+    it->second.path = t->path();
+    it->second.temporary = it->second.path.starts_with("/temp/");
+    exports_.emplace(it->second.id, intrusive_ptr<actor_target>(t));
   }
   return it->second;
 }

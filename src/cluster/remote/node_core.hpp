@@ -52,8 +52,15 @@ class node_core : public std::enable_shared_from_this<node_core> {
   troupe::dead_letter_office& dead_letters() noexcept;
 
   // -- I/O thread ---------------------------------------------------------------------------
-  /// The export id of a local target, assigned on first use.
-  std::uint64_t export_target(actor_target* t, bool temporary);
+  /// A local target as other nodes know it: an id assigned on first use, its path, and whether
+  /// it is temporary (an ask's reply target).
+  struct exported {
+    std::uint64_t id = 0;
+    std::string path;
+    bool temporary = false;
+  };
+  /// The reference is valid until the next export (the map moves its entries).
+  const exported& export_target(actor_target* t);
   /// A local target by export id or path; null when unknown or stopped.
   intrusive_ptr<actor_target> resolve(const recipient_spec& spec);
   /// A target of a ref read from a message sent by `sender` (the node that wrote it).
@@ -89,7 +96,7 @@ class node_core : public std::enable_shared_from_this<node_core> {
   // I/O thread.
   std::uint64_t next_export_ = 1;
   boost::unordered_flat_map<std::uint64_t, intrusive_ptr<actor_target>> exports_;
-  boost::unordered_flat_map<actor_target*, std::uint64_t> export_ids_;
+  boost::unordered_flat_map<actor_target*, exported> export_ids_;
   std::vector<std::shared_ptr<inbound>> inbound_;
 };
 

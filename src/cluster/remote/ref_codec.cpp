@@ -46,12 +46,11 @@ void node_core::encode_ref(persistence::byte_writer& w, actor_target* t, peer* t
     write_string(w, remote->actor_path());
     return;
   }
-  std::string path = t->path();
-  const bool temporary = path.starts_with("/temp/");
-  w.write_byte(static_cast<std::byte>(ref_on_sender | (temporary ? ref_temporary : 0)));
-  w.write_varint(export_target(t, temporary));
-  write_string(w, path);
-  if (temporary) to->track_ask(intrusive_ptr<actor_target>(t));
+  const exported& e = export_target(t);
+  w.write_byte(static_cast<std::byte>(ref_on_sender | (e.temporary ? ref_temporary : 0)));
+  w.write_varint(e.id);
+  write_string(w, e.path);
+  if (e.temporary) to->track_ask(intrusive_ptr<actor_target>(t));
 }
 
 intrusive_ptr<actor_target> node_core::decode_ref(persistence::byte_reader& r,
