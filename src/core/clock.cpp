@@ -81,6 +81,10 @@ class steady_clock_source final : public clock {
   static constexpr duration spin_window = std::chrono::microseconds(60);
   // With more timers pending than this the thread sleeps to each deadline instead.
   static constexpr std::size_t spin_max_pending = 256;
+  // With that many pending, deadlines are microseconds apart: sleeping until each would cost a
+  // futex wait and wake-up per handful of timers. Sleeping a little past the next one fires a
+  // batch per wake-up instead, each timer at most this late.
+  static constexpr duration dense_slack = std::chrono::microseconds(30);
 
   /// Spins until `deadline`, a new earliest timer or a stop, whichever comes first.
   static void spin_until(shared& s, time_point deadline) {
@@ -116,7 +120,7 @@ class steady_clock_source final : public clock {
           if (s.queue.size() > spin_max_pending) {
             // Deadlines this dense keep the thread busy anyway; spinning would take a core
             // from the workers that run the completions.
-            s.wake.wait_until(lock, next);
+            s.wake.wait_until(lock, next + dense_slack);
             continue;
           }
           s.earlier.store(false, std::memory_order_relaxed);
@@ -188,6 +192,12 @@ void manual_clock::advance(duration d) {
     lock.lock();
   }
   state_->now = target;
+}
+
+std::optional<time_point> manual_clock::next_deadline() const {
+  std::lock_guard lock(state_->mutex);
+  if (state_->queue.empty()) return std::nullopt;
+  return state_->queue.next_deadline();
 }
 
 std::size_t manual_clock::pending() const {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace troupe {
 
@@ -57,6 +58,8 @@ class manual_clock final : public clock {
   void advance(duration d);
   /// Number of callbacks waiting.
   [[nodiscard]] std::size_t pending() const;
+  /// The earliest deadline waiting, if any.
+  [[nodiscard]] std::optional<time_point> next_deadline() const;
 
  private:
   struct state;

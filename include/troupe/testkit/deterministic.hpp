@@ -5,6 +5,7 @@
 #include <troupe/core/actor_system.hpp>
 #include <troupe/core/clock.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -24,11 +25,18 @@ class deterministic_system {
   [[nodiscard]] manual_clock& clock() noexcept { return *clock_; }
   /// Runs every pending turn; returns how many ran.
   std::size_t run() { return system_.run_until_idle(); }
-  /// Runs what is pending (so timers it starts count from now), moves time forward, then runs
-  /// what fell due.
+  /// Runs what is pending (so timers it starts count from now), then moves time forward by `d`
+  /// from deadline to deadline, running what fell due at each as a live system would: a
+  /// periodic timer, re-armed when its actor takes the tick, ticks again within the same call.
   std::size_t advance(duration d) {
     std::size_t turns = run();
-    clock_->advance(d);
+    const time_point target = clock_->now() + d;
+    while (auto next = clock_->next_deadline()) {
+      if (*next > target) break;
+      clock_->advance(std::max(*next - clock_->now(), duration::zero()));
+      turns += run();
+    }
+    clock_->advance(target - clock_->now());
     return turns + run();
   }
 
