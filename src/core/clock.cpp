@@ -81,10 +81,6 @@ class steady_clock_source final : public clock {
   static constexpr duration spin_window = std::chrono::microseconds(60);
   // With more timers pending than this the thread sleeps to each deadline instead.
   static constexpr std::size_t spin_max_pending = 256;
-  // With that many pending, deadlines are microseconds apart: sleeping until each would cost a
-  // futex wait and wake-up per handful of timers. Sleeping a little past the next one fires a
-  // batch per wake-up instead, each timer at most this late.
-  static constexpr duration dense_slack = std::chrono::microseconds(30);
 
   /// Spins until `deadline`, a new earliest timer or a stop, whichever comes first.
   static void spin_until(shared& s, time_point deadline) {
@@ -120,7 +116,7 @@ class steady_clock_source final : public clock {
           if (s.queue.size() > spin_max_pending) {
             // Deadlines this dense keep the thread busy anyway; spinning would take a core
             // from the workers that run the completions.
-            s.wake.wait_until(lock, next + dense_slack);
+            s.wake.wait_until(lock, next);
             continue;
           }
           s.earlier.store(false, std::memory_order_relaxed);

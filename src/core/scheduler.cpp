@@ -1,11 +1,7 @@
 #include "core/scheduler.hpp"
 
-#include <boost/asio/detail/thread_context.hpp>
-#include <boost/asio/detail/thread_info_base.hpp>
-
 #include <pthread.h>
 
-#include <array>
 #include <chrono>
 
 namespace troupe::detail {
@@ -31,23 +27,8 @@ inline void cpu_relax() noexcept {
 
 // How long an idle worker looks for work before it parks (waking a parked core costs ~30 us).
 constexpr auto spin_budget = std::chrono::microseconds(50);
-// At most this many cells move from the global queue to a worker's own per visit, so that a
-// burst scheduled from outside (a producer thread) costs the workers one lock per batch.
-constexpr std::size_t global_batch = 32;
 // Consecutive runs from the next slot before the local queue gets a turn (fairness).
 constexpr int max_next_slot_streak = 32;
-
-/// Asio recycles coroutine frames and cancellation-handler memory per thread, but only on threads
-/// it knows; a worker introduces itself, so each coroutine handler reuses the frame the previous
-/// one freed instead of calling aligned_alloc and free (~450 instructions per message).
-class asio_thread_scope : boost::asio::detail::thread_context {
- public:
-  asio_thread_scope() : context_(this, info_) {}
-
- private:
-  boost::asio::detail::thread_info_base info_;
-  thread_call_stack::context context_;
-};
 
 }  // namespace
 
@@ -239,35 +220,9 @@ actor_cell* scheduler::steal(worker& thief) noexcept {
   return nullptr;
 }
 
-actor_cell* scheduler::pop_global_batch(worker& w) noexcept {
-  if (global_size_.load(std::memory_order_relaxed) == 0) return nullptr;
-  std::array<actor_cell*, global_batch> more{};
-  std::size_t n = 0;
-  actor_cell* first = nullptr;
-  {
-    std::lock_guard g(global_lock_);
-    if (global_.empty()) return nullptr;
-    first = global_.front();
-    global_.pop_front();
-    // A fair share of the rest: the other workers find theirs (or steal).
-    n = std::min(global_batch, global_.size() / workers_.size());
-    for (std::size_t i = 0; i < n; ++i) {
-      more[i] = global_.front();
-      global_.pop_front();
-    }
-    global_size_.store(global_.size(), std::memory_order_relaxed);
-  }
-  if (n != 0) {
-    std::lock_guard g(w.lock);
-    for (std::size_t i = 0; i < n; ++i) w.local.push_back(more[i]);
-    w.local_size.store(w.local.size(), std::memory_order_relaxed);
-  }
-  return first;
-}
-
 actor_cell* scheduler::find_work(worker& w) noexcept {
   if (actor_cell* c = w.pop_local()) return c;
-  if (actor_cell* c = pop_global_batch(w)) return c;
+  if (actor_cell* c = pop_global()) return c;
   return steal(w);
 }
 
@@ -297,7 +252,6 @@ void scheduler::park(worker& w) {
 }
 
 void scheduler::run_worker(worker& w) {
-  const asio_thread_scope asio_scope;
   tls_worker = &w;
   const std::string thread_name = (name_.substr(0, 10) + "-w" + std::to_string(w.index));
   ::pthread_setname_np(::pthread_self(), thread_name.c_str());

@@ -55,8 +55,6 @@ class scheduler {
   actor_cell* find_work(worker& w) noexcept;
   actor_cell* steal(worker& thief) noexcept;
   actor_cell* pop_global() noexcept;
-  // Pops one cell for `w` and moves a share of what else waits to its local queue.
-  actor_cell* pop_global_batch(worker& w) noexcept;
   void push_global(actor_cell* cell) noexcept;
   [[nodiscard]] bool has_work() noexcept;
   void park(worker& w);

@@ -51,16 +51,6 @@ void dead_letter_from(actor_context& context, troupe::detail::envelope_base* mes
                                           std::move(reason));
 }
 
-void reject_to_dead_letters(const untyped_ref& region, troupe::detail::envelope_base* e, errc code,
-                            std::string reason) noexcept {
-  try {
-    troupe::detail::dead_letters_of(*region.target()->owner())
-        .publish(e, region.path(), make_error_code(code), std::move(reason));
-  } catch (...) {
-    delete e;  // out of memory building the path: nothing sensible left to do
-  }
-}
-
 region_settings resolve_settings(actor_system& system, const std::string& type_name,
                                  std::optional<std::uint32_t> num_shards,
                                  std::optional<duration> passivation_idle,
@@ -133,7 +123,6 @@ cluster_sharding::~cluster_sharding() = default;
 
 untyped_ref cluster_sharding::register_type(
     const std::string& type_name, const std::type_info& message_type,
-    std::shared_ptr<const void> setup,
     const std::function<untyped_ref(actor_context&)>& spawn_region,
     std::function<untyped_ref(shard_id)> (*make_shard_ref)(untyped_ref)) {
   std::lock_guard lock(mutex_);
@@ -142,8 +131,7 @@ untyped_ref cluster_sharding::register_type(
   }
   actor_context guardian(&detail::cell_of(sharding_guardian_));
   untyped_ref region = spawn_region(guardian);
-  types_.emplace(type_name, started_type{region_handle{region, std::move(setup)}, &message_type,
-                                         make_shard_ref(region)});
+  types_.emplace(type_name, started_type{region, &message_type, make_shard_ref(region)});
   return region;
 }
 
@@ -161,8 +149,8 @@ untyped_ref cluster_sharding::shard_ref_for(const std::string& type_name, shard_
   return started(type_name).shard_ref(shard);
 }
 
-cluster_sharding::region_handle cluster_sharding::region_of(
-    const std::string& type_name, const std::type_info& message_type) const {
+untyped_ref cluster_sharding::region_of(const std::string& type_name,
+                                        const std::type_info& message_type) const {
   std::lock_guard lock(mutex_);
   const started_type& type = started(type_name);
   if (*type.message_type != message_type) {
@@ -170,14 +158,14 @@ cluster_sharding::region_handle cluster_sharding::region_of(
                                           troupe::detail::type_name(*type.message_type) + ", not " +
                                           troupe::detail::type_name(message_type));
   }
-  return type.handle;
+  return type.region;
 }
 
 region_state cluster_sharding::state(const std::string& type_name, duration timeout) {
   untyped_ref region;
   {
     std::lock_guard lock(mutex_);
-    region = started(type_name).handle.region;
+    region = started(type_name).region;
   }
   region_state state = detail::await_reply(
       system_,

@@ -8,7 +8,6 @@
 ///     auto cart = sharding.entity_ref_for<cart_entity>("user-42");
 
 #include <troupe/core/actor_system.hpp>
-#include <troupe/core/detail/ask_promise.hpp>
 #include <troupe/sharding/detail/region_actor.hpp>
 #include <troupe/sharding/detail/region_ingress.hpp>
 #include <troupe/sharding/messages.hpp>
@@ -79,7 +78,9 @@ class cluster_sharding {
   /// A ref to one entity: tell and ask go to it, wherever it lives, without an extractor.
   template <class M>
   actor_ref<M> entity_ref_for(const std::string& type_name, std::string entity_id) {
-    return ingress<M>(region_of(type_name, typeid(M)), std::move(entity_id));
+    return actor_ref<M>(troupe::detail::intrusive_ptr<troupe::detail::actor_target>(
+        new detail::region_ingress<M>(region_of(type_name, typeid(M)), std::move(entity_id)),
+        troupe::detail::adopt));
   }
   template <class M>
   actor_ref<M> entity_ref_for(const shard_key<M>& key, std::string entity_id) {
@@ -93,7 +94,9 @@ class cluster_sharding {
   /// The region of a started type, as users send to it.
   template <class M>
   actor_ref<M> region_for(const std::string& type_name) {
-    return ingress<M>(region_of(type_name, typeid(M)), std::nullopt);
+    return actor_ref<M>(troupe::detail::intrusive_ptr<troupe::detail::actor_target>(
+        new detail::region_ingress<M>(region_of(type_name, typeid(M)), std::nullopt),
+        troupe::detail::adopt));
   }
 
   /// A ref to one shard of a type on this node, valid across the shard's passivation: ask it
@@ -114,31 +117,15 @@ class cluster_sharding {
   std::vector<std::string> type_names() const;
 
  private:
-  /// A started type's region actor and its region_setup<M>.
-  struct region_handle {
-    untyped_ref region;  // the region actor itself (message type: region_message<M>)
-    std::shared_ptr<const void> setup;
-  };
   struct started_type {
-    region_handle handle;
+    untyped_ref region;  // the region actor itself (message type: region_message<M>)
     const std::type_info* message_type;
     std::function<untyped_ref(shard_id)> shard_ref;  // builds a shard_ingress<M>
   };
 
-  template <class M>
-  static actor_ref<M> ingress(region_handle h, std::optional<std::string> entity_id) {
-    return actor_ref<M>(troupe::detail::intrusive_ptr<troupe::detail::actor_target>(
-        new detail::region_ingress<M>(
-            std::move(h.region),
-            std::static_pointer_cast<const detail::region_setup<M>>(std::move(h.setup)),
-            std::move(entity_id)),
-        troupe::detail::adopt));
-  }
-
-  region_handle region_of(const std::string& type_name, const std::type_info& message_type) const;
+  untyped_ref region_of(const std::string& type_name, const std::type_info& message_type) const;
   [[nodiscard]] const started_type& started(const std::string& type_name) const;
   untyped_ref register_type(const std::string& type_name, const std::type_info& message_type,
-                            std::shared_ptr<const void> setup,
                             const std::function<untyped_ref(actor_context&)>& spawn_region,
                             std::function<untyped_ref(shard_id)> (*make_shard_ref)(untyped_ref));
 
@@ -173,12 +160,9 @@ actor_ref<M> cluster_sharding::start(sharding_options<M> options) {
   if (options.max_concurrent > 0) {
     setup->gate = std::make_shared<concurrency_gate>(options.max_concurrent);
   }
-  setup->directory = std::make_shared<detail::entity_directory>(
-      setup->settings.num_shards, setup->settings.buffer_size, setup->settings.max_entities,
-      troupe::detail::clock_of(&system_.impl()));
   const std::string type_name = setup->settings.type_name;
   untyped_ref region = register_type(
-      type_name, typeid(M), setup,
+      type_name, typeid(M),
       [&](actor_context& guardian) -> untyped_ref {
         return guardian.spawn<detail::region_actor<M>>(
             region_name(type_name), std::shared_ptr<const detail::region_setup<M>>(setup));
@@ -189,7 +173,8 @@ actor_ref<M> cluster_sharding::start(sharding_options<M> options) {
               new detail::shard_ingress<M>(r, shard), troupe::detail::adopt));
         };
       });
-  return ingress<M>(region_handle{std::move(region), std::move(setup)}, std::nullopt);
+  return actor_ref<M>(troupe::detail::intrusive_ptr<troupe::detail::actor_target>(
+      new detail::region_ingress<M>(std::move(region), std::nullopt), troupe::detail::adopt));
 }
 
 }  // namespace troupe::sharding

@@ -3,7 +3,6 @@
 
 #include <troupe/core/actor.hpp>
 #include <troupe/core/actor_ref.hpp>
-#include <troupe/sharding/passivation_policy.hpp>
 #include <troupe/sharding/shard_id.hpp>
 #include <troupe/sharding/shard_stats.hpp>
 
@@ -71,27 +70,30 @@ struct routed {
   M message;
 };
 
-/// A sender to the region, and the region to the shard: start this entity (messages for it wait
-/// in the entity directory).
-struct start_entity {
-  shard_id shard = 0;
+/// Region to shard: deliver to an entity (spawning it if needed).
+template <class M>
+struct deliver {
   std::string entity_id;
+  M message;
+  /// When the region sent it, for 1 in 16 messages (the shard's queue-wait sample); else unset.
+  time_point sent_at{};
 };
 /// Region to shard: the policy wants this entity stopped.
 struct passivate_entity {
   std::string entity_id;
 };
-/// A sender to the region: the LRU limit wants these entities stopped.
-struct passivate_entities {
-  std::vector<entity_key> entities;
+/// Shard to region: an entity has stopped.
+struct entity_stopped {
+  shard_id shard = 0;
+  std::string entity_id;
 };
 /// Region's own periodic ticks.
 struct passivation_tick {};
 struct hot_keys_tick {};
 /// Shard's own timer: has it stood empty for its window?
 struct shard_idle_check {};
-/// Shard to region: "I have stood empty for my window, having received `delivered` start
-/// requests"; the region stops the shard only if it sent no more since (none is in flight).
+/// Shard to region: "I have stood empty for my window, having received `delivered` messages";
+/// the region stops the shard only if it sent no more since (none is in flight).
 struct shard_idle {
   shard_id shard = 0;
   std::uint64_t delivered = 0;

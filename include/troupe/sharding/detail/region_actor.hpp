@@ -1,16 +1,19 @@
 #pragma once
-/// INTERNAL. A region: one per sharded type on this node. Messages pass it by (senders deliver
-/// through the entity directory); the region actor runs the shards: starts a shard actor for the
-/// first entity of a shard, stops it when it stands empty, passes on entity starts, passivates
-/// idle entities (it ticks for the whole node) and answers introspection.
+/// INTERNAL. A region: one per sharded type on this node. Reads the entity id of each message,
+/// hashes it to a shard, spawns the shard on demand and forwards; decides passivation for the
+/// whole node (it sees all traffic) and keeps the figures introspection reports.
 
 #include <troupe/core/actor.hpp>
-#include <troupe/sharding/detail/region_setup.hpp>
-#include <troupe/sharding/detail/route.hpp>
+#include <troupe/core/concurrency_gate.hpp>
 #include <troupe/sharding/detail/shard_actor.hpp>
 #include <troupe/sharding/entity_path.hpp>
+#include <troupe/sharding/hot_keys.hpp>
 #include <troupe/sharding/messages.hpp>
+#include <troupe/sharding/passivation_policy.hpp>
+#include <troupe/sharding/shard_id.hpp>
+#include <troupe/sharding/sharding_options.hpp>
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <memory>
@@ -20,17 +23,51 @@
 
 namespace troupe::sharding::detail {
 
+/// A question for one shard, sent through the region (shard_ref_for): the ref stays valid while
+/// the shard actor passivates and comes back.
+struct shard_query {
+  shard_id shard = 0;
+  std::variant<get_entity_ids, get_shard_stats> query;
+};
+
+template <class M>
+using region_message = std::variant<M, routed<M>, entity_stopped, passivation_tick, hot_keys_tick,
+                                    get_region_state, shard_idle, shard_query>;
+
+/// Everything a region runs with.
+template <class M>
+struct region_setup {
+  region_settings settings;
+  entity_spawner<M> spawn_entity;
+  entity_id_extractor<M> extract_entity_id;
+  std::function<M(M)> extract_entity_message;
+  std::function<shard_id(const std::string&)> extract_shard_id;
+  /// Caps how many entities are inside a coroutine handler at once (null: no cap).
+  std::shared_ptr<concurrency_gate> gate;
+};
+
 template <class M>
 class region_actor final : public actor<region_message<M>> {
  public:
-  explicit region_actor(std::shared_ptr<const region_setup<M>> setup) : setup_(std::move(setup)) {}
+  explicit region_actor(std::shared_ptr<const region_setup<M>> setup)
+      : setup_(std::move(setup)),
+        policy_(
+            passivation_settings{setup_->settings.passivation_idle, setup_->settings.max_entities}),
+        hot_(64) {}
 
  private:
+  struct pending {
+    std::string entity_id;
+    M message;
+    untyped_ref sender;
+  };
   struct shard_entry {
     actor_ref<shard_message<M>> ref;
-    std::uint64_t starts_sent = 0;  // to the current shard actor
+    std::shared_ptr<shard_setup<M>> setup;  // of the current shard actor
+    std::uint64_t messages = 0;             // delivered to the shard, ever
+    std::uint64_t sent_to_incarnation = 0;  // delivered to the current shard actor
     bool stopping = false;
-    std::deque<std::string> waiting;  // entity starts that arrived while the shard actor stops
+    std::deque<pending> buffer;  // arrived while the shard actor stops
   };
 
   void pre_start() override {
@@ -43,26 +80,15 @@ class region_actor final : public actor<region_message<M>> {
     this->timers().start_periodic("hot-keys", hot_keys_tick{}, std::chrono::seconds(30));
   }
 
-  // Nothing is delivered after this: later senders get dead letters at once.
-  void post_stop() override {
-    for (auto* m : setup_->directory->close()) {
-      dead_letter_from(this->context(), m, errc::recipient_terminated,
-                       "region " + setup_->settings.type_name + " stopped");
-    }
-  }
-
   void receive(region_message<M>& msg) override {
     std::visit(overloaded{
-                   [this](M& m) { route_here(std::move(m), nullptr); },
-                   [this](routed<M>& r) { route_here(std::move(r.message), &r.entity_id); },
-                   [this](start_entity& s) { on_start(s); },
-                   [this](passivate_entities& p) {
-                     for (const auto& key : p.entities) passivate(key);
+                   [this](M& m) { route_extracting(m); },
+                   [this](routed<M>& r) { route(r.entity_id, r.message); },
+                   [this](entity_stopped& s) {
+                     policy_.entity_stopped(entity_key_view(s.shard, s.entity_id));
                    },
-                   [this](passivation_tick&) {
-                     for (const auto& key : setup_->directory->idle_entities()) passivate(key);
-                   },
-                   [this](hot_keys_tick&) { setup_->directory->rotate_hot_keys(); },
+                   [this](passivation_tick&) { on_tick(); },
+                   [this](hot_keys_tick&) { hot_.rotate(); },
                    [this](get_region_state&) { this->context().reply(state()); },
                    [this](shard_idle& idle) { on_shard_idle(idle); },
                    [this](shard_query& q) { on_shard_query(q); },
@@ -70,27 +96,78 @@ class region_actor final : public actor<region_message<M>> {
                msg);
   }
 
-  /// A message sent to the region actor itself (not through a region ref) is routed as a sender
-  /// would.
-  void route_here(M message, const std::string* id) {
-    auto* e = new troupe::detail::envelope<M>(std::move(message));
-    e->sender = this->context().sender().target_ptr();
-    route(*setup_, this->context().self_ref(), e, id);
-  }
-
-  void on_start(start_entity& s) {
-    auto& entry = shards_[s.shard];
-    if (entry.stopping) {
-      entry.waiting.push_back(std::move(s.entity_id));
+  // Messages are routed in place (they live in the envelope until the handler returns) and
+  // moved once, into the delivery.
+  void route_extracting(M& message) {
+    std::string id;
+    try {
+      if (!setup_->extract_entity_id) {
+        reject(std::move(message), "type '" + setup_->settings.type_name +
+                                       "' was started without an entity-id extractor");
+        return;
+      }
+      id = setup_->extract_entity_id(message);
+    } catch (const std::exception& e) {
+      reject(std::move(message), std::string("the entity-id extractor threw: ") + e.what());
       return;
     }
-    start_in(s.shard, entry, std::move(s.entity_id));
+    route(id, message);
   }
 
-  void start_in(shard_id shard, shard_entry& entry, std::string id) {
+  void route(std::string& id, M& message) {
+    if (id.empty()) {
+      reject(std::move(message), "empty entity id");
+      return;
+    }
+    shard_id shard;
+    try {
+      shard = setup_->extract_shard_id ? setup_->extract_shard_id(id)
+                                       : shard_of(id, setup_->settings.num_shards);
+      if (setup_->extract_entity_message)
+        message = setup_->extract_entity_message(std::move(message));
+    } catch (const std::exception& e) {
+      reject(std::move(message), std::string("cannot route entity '") + id + "': " + e.what());
+      return;
+    }
+    // Only messages that come through sharding count as an entity's activity.
+    if (setup_->settings.passivation_idle > duration::zero() || setup_->settings.max_entities > 0) {
+      for (auto& victim :
+           policy_.entity_touched(entity_key_view(shard, id), this->context().clock().now())) {
+        passivate(victim);
+      }
+    }
+    // Sampled: counting every message costs more than routing it; 1 in 16 names a hot key
+    // just as well (and stamps the send time the shard's queue-wait figure samples).
+    time_point sent_at{};
+    if ((++sampled_ & 15U) == 0) {
+      hot_.record(id, 16);
+      sent_at = this->context().clock().now();
+    }
+    auto& entry = shards_[shard];
+    ++entry.messages;
+    if (entry.stopping) {
+      if (buffered_ >= setup_->settings.buffer_size) {
+        reject(std::move(message),
+               "region buffer full while shard " + std::to_string(shard) + " stops");
+        return;
+      }
+      entry.buffer.push_back({std::move(id), std::move(message), this->context().sender()});
+      ++buffered_;
+      return;
+    }
+    send(shard, entry, std::move(id), std::move(message), this->context().sender(), sent_at);
+  }
+
+  void send(shard_id shard, shard_entry& entry, std::string id, M message,
+            const untyped_ref& sender, time_point sent_at = {}) {
     ensure_shard(shard, entry);
-    ++entry.starts_sent;
-    entry.ref.tell(start_entity{shard, std::move(id)});
+    ++entry.sent_to_incarnation;
+    entry.setup->sent.store(entry.sent_to_incarnation, std::memory_order_relaxed);
+    // Built in place in its envelope: id and message move once.
+    auto* e = new troupe::detail::envelope<shard_message<M>>(
+        std::in_place_type<deliver<M>>, std::move(id), std::move(message), sent_at);
+    e->sender = sender.target_ptr();
+    entry.ref.target()->enqueue(e);
   }
 
   /// Answers for a shard that has no running actor (it is empty), else asks the shard.
@@ -107,11 +184,11 @@ class region_actor final : public actor<region_message<M>> {
     std::visit([&](auto& query) { it->second.ref.tell(query, sender); }, q.query);
   }
 
-  /// Stops a shard that stood empty, unless an entity start may still be on its way to it.
+  /// Stops a shard that stood empty, unless a delivery may still be on its way to it.
   void on_shard_idle(const shard_idle& idle) {
     auto it = shards_.find(idle.shard);
     if (it == shards_.end() || !it->second.ref || it->second.stopping) return;
-    if (it->second.starts_sent != idle.delivered) return;  // it got a start meanwhile
+    if (it->second.sent_to_incarnation != idle.delivered) return;  // it got mail meanwhile
     it->second.stopping = true;
     it->second.ref.tell(poison_pill{});
   }
@@ -120,37 +197,50 @@ class region_actor final : public actor<region_message<M>> {
   void on_child_terminated(const untyped_ref& who) override {
     for (auto& [shard, entry] : shards_) {
       if (entry.ref.target() != who.target()) continue;
-      // The shard actor is gone; the region keeps owning the shard id. Starts that arrived
-      // meanwhile go, in order, to a fresh shard actor (no coordinator round trip).
+      // The shard actor is gone; the region keeps owning the shard id. What arrived meanwhile
+      // goes, in order, to a fresh shard actor (no coordinator round trip).
       entry.ref = {};
+      entry.setup = {};
       entry.stopping = false;
-      entry.starts_sent = 0;
-      std::deque<std::string> waiting = std::move(entry.waiting);
-      for (auto& id : waiting) start_in(shard, entry, std::move(id));
+      entry.sent_to_incarnation = 0;
+      std::deque<pending> buffer = std::move(entry.buffer);
+      buffered_ -= buffer.size();
+      for (auto& p : buffer) {
+        send(shard, entry, std::move(p.entity_id), std::move(p.message), p.sender);
+      }
       return;
     }
   }
 
   void ensure_shard(shard_id shard, shard_entry& entry) {
-    if (entry.ref) return;
-    auto setup = std::make_shared<shard_setup<M>>();
-    setup->home = troupe::detail::entity_home{setup_->settings.type_name, shard, setup_->gate};
-    setup->id = shard;
-    setup->spawn_entity = setup_->spawn_entity;
-    setup->directory = setup_->directory;
-    setup->region = this->context().self_ref();
-    setup->report_idle = [](const untyped_ref& region, shard_idle i) {
-      region.tell_any(region_message<M>(std::in_place_type<shard_idle>, i));
-    };
-    setup->passivation_idle = setup_->settings.shard_passivation_idle;
-    entry.ref =
-        this->context().template spawn<shard_actor<M>>(shard_child_name(shard), std::move(setup));
+    if (!entry.ref) {
+      auto setup = std::make_shared<shard_setup<M>>();
+      setup->home = troupe::detail::entity_home{setup_->settings.type_name, shard, setup_->gate};
+      setup->id = shard;
+      setup->spawn_entity = setup_->spawn_entity;
+      setup->region = this->context().self_ref();
+      setup->buffer_size = setup_->settings.buffer_size;
+      setup->report_stopped = [](const untyped_ref& region, entity_stopped s) {
+        region.tell_any(region_message<M>(std::in_place_type<entity_stopped>, std::move(s)));
+      };
+      setup->report_idle = [](const untyped_ref& region, shard_idle i) {
+        region.tell_any(region_message<M>(std::in_place_type<shard_idle>, i));
+      };
+      setup->passivation_idle = setup_->settings.shard_passivation_idle;
+      entry.setup = setup;
+      entry.ref =
+          this->context().template spawn<shard_actor<M>>(shard_child_name(shard), std::move(setup));
+    }
   }
 
   void passivate(const entity_key& key) {
     auto it = shards_.find(key.shard);
-    if (it == shards_.end() || !it->second.ref || it->second.stopping) return;
+    if (it == shards_.end() || !it->second.ref) return;
     it->second.ref.tell(passivate_entity{key.id});
+  }
+
+  void on_tick() {
+    for (auto& victim : policy_.interval_passed(this->context().clock().now())) passivate(victim);
   }
 
   [[nodiscard]] region_state state() {
@@ -158,20 +248,30 @@ class region_actor final : public actor<region_message<M>> {
     out.type_name = setup_->settings.type_name;
     out.num_shards = setup_->settings.num_shards;
     for (const auto& [id, entry] : shards_) {
-      const partition_figures f = setup_->directory->figures(id);
       shard_info info;
       info.id = id;
       info.resident = static_cast<bool>(entry.ref) && !entry.stopping;
-      info.messages_processed = f.messages;
+      info.messages_processed = entry.messages;
       out.shards.push_back(info);
-      out.buffered += f.held;
     }
-    out.hottest = setup_->directory->hottest(10);
+    out.buffered = buffered_;
+    out.hottest = hot_.top(10);
     return out;
   }
 
+  void reject(M message, std::string reason) {
+    auto* e = new troupe::detail::envelope<M>(std::move(message));
+    e->sender = this->context().sender().target_ptr();
+    dead_letter_from(this->context(), e, errc::invalid_entity_id,
+                     "region " + setup_->settings.type_name + ": " + std::move(reason));
+  }
+
   std::shared_ptr<const region_setup<M>> setup_;
+  idle_and_lru_policy policy_;
+  hot_keys hot_;
   std::map<shard_id, shard_entry> shards_;  // ordered: introspection lists shards by id
+  std::size_t buffered_ = 0;
+  std::uint32_t sampled_ = 0;
 };
 
 }  // namespace troupe::sharding::detail

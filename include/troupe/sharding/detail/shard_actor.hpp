@@ -1,20 +1,24 @@
 #pragma once
-/// INTERNAL. A shard: the parent of the entities of one shard id on this node. Starts an entity
-/// when a sender found none, stops it when asked to passivate, and starts the next incarnation
-/// when messages waited for it meanwhile. Messages themselves go from senders straight to the
-/// entities (entity_directory); the shard records each start and stop there.
+/// INTERNAL. A shard: owns the entities of one shard id on this node. Spawns an entity on its
+/// first message, passivates it on request, and buffers what arrives for an entity on its way
+/// out, replaying it in order to the next incarnation.
 
 #include <troupe/core/actor.hpp>
 #include <troupe/core/dead_letters.hpp>
 #include <troupe/core/supervision.hpp>
-#include <troupe/sharding/detail/entity_directory.hpp>
+#include <troupe/sharding/detail/id_hash.hpp>
 #include <troupe/sharding/entity_path.hpp>
 #include <troupe/sharding/messages.hpp>
 #include <troupe/sharding/shard_stats.hpp>
 #include <troupe/sharding/sharding_options.hpp>
 
+#include <boost/unordered/unordered_flat_set.hpp>
+
+#include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -26,7 +30,7 @@ void dead_letter_from(actor_context& context, troupe::detail::envelope_base* mes
                       std::string reason);
 
 template <class M>
-using shard_message = std::variant<start_entity, passivate<M>, passivate_entity, get_entity_ids,
+using shard_message = std::variant<deliver<M>, passivate<M>, passivate_entity, get_entity_ids,
                                    get_shard_stats, shard_idle_check>;
 
 /// What a shard needs from its region.
@@ -35,14 +39,18 @@ struct shard_setup {
   troupe::detail::entity_home home;  // every entity of the shard points at it
   shard_id id = 0;
   entity_spawner<M> spawn_entity;
-  std::shared_ptr<entity_directory> directory;
+  std::function<void(const untyped_ref& region, entity_stopped)> report_stopped;
   std::function<void(const untyped_ref& region, shard_idle)> report_idle;
   /// How long the shard may stand empty before it asks to stop; 0 keeps it resident.
   duration passivation_idle{};
   untyped_ref region;
+  std::size_t buffer_size = 100'000;
+  /// Deliveries the region has sent this shard actor: written by the region only, read by the
+  /// shard now and then to see how deep its mailbox is.
+  std::atomic<std::uint64_t> sent{0};
 };
 
-/// The id an entity cell carries.
+/// The id an entity cell carries (the shard's index looks entities up by it: no second copy).
 inline const std::string& entity_id_of(const untyped_ref& entity) {
   return *static_cast<troupe::detail::actor_cell*>(entity.target())->entity_id();
 }
@@ -50,10 +58,35 @@ inline const std::string& entity_id_of(const untyped_ref& entity) {
 template <class M>
 class shard_actor final : public actor<shard_message<M>> {
  public:
-  explicit shard_actor(std::shared_ptr<shard_setup<M>> setup)
-      : setup_(std::move(setup)), directory_(*setup_->directory) {}
+  explicit shard_actor(std::shared_ptr<shard_setup<M>> setup) : setup_(std::move(setup)) {}
 
  private:
+  struct pending {
+    M message;
+    untyped_ref sender;
+  };
+
+  // The entities, found by id without storing it: 8 bytes per entity in a flat table.
+  struct id_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view id) const noexcept { return hash_id(id); }
+    std::size_t operator()(const actor_ref<M>& e) const noexcept {
+      return (*this)(entity_id_of(e));
+    }
+  };
+  struct id_equal {
+    using is_transparent = void;
+    bool operator()(const actor_ref<M>& a, const actor_ref<M>& b) const noexcept {
+      return a.target() == b.target();
+    }
+    bool operator()(std::string_view id, const actor_ref<M>& e) const noexcept {
+      return id == entity_id_of(e);
+    }
+    bool operator()(const actor_ref<M>& e, std::string_view id) const noexcept {
+      return id == entity_id_of(e);
+    }
+  };
+
   /// Entity failures stop the entity (as in Akka Typed): its queued messages become dead
   /// letters, and the next message spawns a fresh incarnation.
   [[nodiscard]] supervisor_strategy child_supervision() const override {
@@ -61,42 +94,31 @@ class shard_actor final : public actor<shard_message<M>> {
   }
 
   void receive(shard_message<M>& msg) override {
-    std::visit(
-        overloaded{
-            [this](start_entity& s) {
-              ++starts_;
-              start(s.entity_id, "started");
-            },
-            [this](passivate<M>& p) { on_passivate(p); },
-            [this](passivate_entity& p) {
-              // A poison pill, not a stop signal: messages already in the entity's
-              // mailbox are handled first (a stop would overtake them).
-              if (auto e = directory_.begin_stop(setup_->id, p.entity_id, nullptr)) {
-                e.tell(poison_pill{});
-              }
-            },
-            [this](shard_idle_check&) {
-              if (directory_.empty(setup_->id)) {
-                setup_->report_idle(setup_->region, shard_idle{setup_->id, starts_});
-              }
-            },
-            [this](get_entity_ids&) { this->context().reply(directory_.entity_ids(setup_->id)); },
-            [this](get_shard_stats&) { this->context().reply(stats()); },
-        },
-        msg);
+    std::visit(overloaded{
+                   [this](deliver<M>& d) { on_deliver(d); },
+                   [this](passivate<M>& p) { on_passivate(p); },
+                   [this](passivate_entity& p) { on_passivate_entity(p.entity_id); },
+                   [this](shard_idle_check&) {
+                     if (entities_.empty()) {
+                       setup_->report_idle(setup_->region, shard_idle{setup_->id, delivered_});
+                     }
+                   },
+                   [this](get_entity_ids&) {
+                     std::vector<std::string> ids;
+                     ids.reserve(entities_.size());
+                     for (const auto& e : entities_) ids.push_back(entity_id_of(e));
+                     this->context().reply(std::move(ids));
+                   },
+                   [this](get_shard_stats&) { this->context().reply(stats()); },
+               },
+               msg);
   }
+
+  void turn_ended(std::size_t handled) noexcept override { stats_.batch_sizes.record(handled); }
 
   void pre_start() override {
     this->context().cell().set_child_entity_home(&setup_->home);
     arm_idle_check();
-  }
-
-  // Its entities stopped with it (the region's stop, or a failure of the shard itself).
-  void post_stop() override {
-    for (auto* m : directory_.shard_stopped(setup_->id)) {
-      dead_letter_from(this->context(), m, errc::recipient_terminated,
-                       "shard " + std::to_string(setup_->id) + " stopped");
-    }
   }
 
   /// An empty shard asks its region, after its window, to be stopped.
@@ -106,46 +128,88 @@ class shard_actor final : public actor<shard_message<M>> {
     }
   }
 
-  [[nodiscard]] shard_stats stats() {
-    const partition_figures f = directory_.figures(setup_->id);
-    shard_stats out;
-    out.messages_processed = f.messages_since;
-    out.entity_count = f.entities;
-    out.held = f.held;
-    out.held_peak = f.held_peak;
-    out.max_hold = f.max_hold;
+  [[nodiscard]] shard_stats stats() const {
+    shard_stats out = stats_;
+    out.messages_processed = delivered_;
+    out.entity_count = entities_.size();
     return out;
   }
 
-  /// Spawns entity `id` and hands it what waits for it; on failure, what waits becomes dead
-  /// letters (its askers hear at once) and the next message tries again.
-  void start(const std::string& id, const char* what) {
+  void on_deliver(deliver<M>& d) {
+    ++delivered_;
+    observe(d);
+    const untyped_ref& sender = this->context().sender();
+    auto it = entities_.find(std::string_view(d.entity_id));
+    if (it != entities_.end()) {
+      if (!stopping_.empty()) {
+        if (auto s = stopping_.find(d.entity_id); s != stopping_.end()) {
+          buffer(s->second, d.entity_id, std::move(d.message), sender);
+          return;
+        }
+      }
+      it->tell(std::move(d.message), sender);
+      return;
+    }
+    start_and_tell(d.entity_id, std::move(d.message), sender, "started");
+  }
+
+  /// Samples how long deliveries wait in the mailbox and how many wait behind them.
+  void observe(const deliver<M>& d) {
+    if (d.sent_at != time_point{}) {
+      stats_.observe_queue_wait(this->context().clock().now() - d.sent_at);
+    }
+    if ((delivered_ & 15U) == 0) {
+      const std::uint64_t sent = setup_->sent.load(std::memory_order_relaxed);
+      stats_.observe_mailbox_depth(sent > delivered_ ? sent - delivered_ : 0);
+    }
+  }
+
+  void buffer(std::vector<pending>& to, const std::string& id, M message,
+              const untyped_ref& sender) {
+    if (buffered_ >= setup_->buffer_size) {
+      reject(std::move(message), sender, "shard buffer full while entity '" + id + "' stops");
+      return;
+    }
+    to.push_back({std::move(message), sender});
+    ++buffered_;
+  }
+
+  void start_and_tell(const std::string& id, M message, const untyped_ref& sender,
+                      const char* what) {
     std::optional<actor_ref<M>> ref;
     try {
       spawn_options options(entity_child_name(id));
-      options.with_unique_name();  // one incarnation per id at a time: the directory says so
+      options.with_unique_name();  // one incarnation per id at a time: this index says so
       // No home in the tag: the entity finds its home here, in its parent (8 bytes less each).
       options.with_entity(troupe::detail::entity_tag{id, nullptr});
       ref = setup_->spawn_entity(this->context(), std::move(options));
     } catch (const std::exception& e) {
       this->context().log().error("cannot start entity '{}': {}", id, e.what());
-      for (auto* m : directory_.fail_start(setup_->id, id)) {
-        dead_letter_from(this->context(), m, errc::actor_failed,
-                         std::string("entity '") + id + "' could not be " + what + ": " + e.what());
-      }
-      if (directory_.empty(setup_->id)) arm_idle_check();
+      reject(std::move(message), sender,
+             std::string("entity '") + id + "' could not be " + what + ": " + e.what());
       return;
     }
-    if (!directory_.activate(setup_->id, id, *ref)) ref->tell(poison_pill{});
+    ref->tell(std::move(message), sender);
+    entities_.insert(std::move(*ref));
   }
 
   void on_passivate(passivate<M>& p) {
     if (!p.entity) return;
-    auto e = directory_.begin_stop(setup_->id, entity_id_of(p.entity), p.entity.target());
-    if (!e) return;  // not active, or an older incarnation
-    std::visit(overloaded{[&](poison_pill& pill) { e.tell(pill); },
-                          [&](M& stop) { e.tell_any(std::move(stop)); }},
+    auto it = entities_.find(std::string_view(entity_id_of(p.entity)));
+    if (it == entities_.end() || it->target() != p.entity.target()) return;
+    if (!stopping_.try_emplace(entity_id_of(*it)).second) return;  // already stopping
+    std::visit(overloaded{[&](poison_pill& pill) { it->tell(pill); },
+                          [&](M& stop) { it->tell(std::move(stop)); }},
                p.stop_message);
+  }
+
+  void on_passivate_entity(const std::string& id) {
+    auto it = entities_.find(std::string_view(id));
+    if (it == entities_.end()) return;
+    if (!stopping_.try_emplace(entity_id_of(*it)).second) return;
+    // A poison pill, not a stop signal: messages already in the entity's mailbox are handled
+    // first (a stop would overtake them). The entity's receive never sees it.
+    it->tell(poison_pill{});
   }
 
   // The shard is the entities' parent: it hears of each stop without watching (a watch would
@@ -153,15 +217,44 @@ class shard_actor final : public actor<shard_message<M>> {
   void on_child_terminated(const untyped_ref& who) override {
     // `who` keeps the stopped cell, and with it the id we read, alive for this call.
     const std::string& id = entity_id_of(who);
-    if (directory_.entity_terminated(setup_->id, id, who.target()) == after_stop::restart) {
-      start(id, "restarted");  // messages waited for this incarnation to end
+    auto it = entities_.find(std::string_view(id));
+    if (it == entities_.end() || it->target() != who.target()) return;
+    std::vector<pending> waiting;
+    if (auto s = stopping_.find(id); s != stopping_.end()) {
+      waiting = std::move(s->second);
+      stopping_.erase(s);
     }
-    if (directory_.empty(setup_->id)) arm_idle_check();
+    entities_.erase(it);
+    buffered_ -= waiting.size();
+    // With mail waiting, the next incarnation starts at once: for the region (and its
+    // passivation policy, which those messages already touched) the entity never stopped.
+    if (waiting.empty()) setup_->report_stopped(setup_->region, entity_stopped{setup_->id, id});
+    // Messages that waited for this incarnation to end go, in order, to the next one.
+    for (auto& p : waiting) {
+      auto next = entities_.find(std::string_view(id));
+      if (next != entities_.end()) {
+        next->tell(std::move(p.message), p.sender);
+      } else {
+        start_and_tell(id, std::move(p.message), p.sender, "restarted");
+      }
+    }
+    if (entities_.empty()) arm_idle_check();
+  }
+
+  void reject(M message, const untyped_ref& sender, std::string reason) {
+    auto* e = new troupe::detail::envelope<M>(std::move(message));
+    e->sender = sender.target_ptr();
+    dead_letter_from(this->context(), e, errc::mailbox_full, std::move(reason));
   }
 
   std::shared_ptr<shard_setup<M>> setup_;
-  entity_directory& directory_;
-  std::uint64_t starts_ = 0;  // start requests received
+  boost::unordered_flat_set<actor_ref<M>, id_hash, id_equal> entities_;
+  // Entities on their way out, with what arrived for their next incarnation. Keys view the ids
+  // of the stopping cells, which entities_ keeps alive until they are erased together.
+  std::unordered_map<std::string_view, std::vector<pending>, id_hasher> stopping_;
+  std::size_t buffered_ = 0;
+  std::uint64_t delivered_ = 0;
+  shard_stats stats_;
 };
 
 }  // namespace troupe::sharding::detail
