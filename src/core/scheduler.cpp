@@ -1,8 +1,12 @@
 #include "core/scheduler.hpp"
 
+#include "core/timer_queue.hpp"
+
 #include <pthread.h>
 
+#include <array>
 #include <chrono>
+#include <optional>
 
 namespace troupe::detail {
 
@@ -27,6 +31,12 @@ inline void cpu_relax() noexcept {
 
 // How long an idle worker looks for work before it parks (waking a parked core costs ~30 us).
 constexpr auto spin_budget = std::chrono::microseconds(50);
+// An idle worker whose next timer is this close spins to it instead of parking: waking from a
+// timed wait costs ~30 us on this kind of VM, which a 1 ms sleep would pay every time.
+constexpr auto timer_spin_window = std::chrono::microseconds(60);
+// Local timer ids: the top bit, the worker's index, 24 bits of the slot's generation, the slot.
+constexpr unsigned local_timer_generation_bits = 24;
+constexpr std::size_t max_local_timer_workers = 128;
 // Consecutive runs from the next slot before the local queue gets a turn (fairness).
 constexpr int max_next_slot_streak = 32;
 
@@ -58,6 +68,10 @@ struct scheduler::worker {
   bool parked = false;
   bool notified = false;
   std::thread thread;
+  // Timers armed by turns on this worker (a coroutine's sleep_for): fired here between turns.
+  spinlock timer_lock;
+  timer_queue timers;
+  std::atomic<std::size_t> timer_count{0};
 
   void push_local(actor_cell* c) noexcept {
     std::lock_guard g(lock);
@@ -220,6 +234,67 @@ actor_cell* scheduler::steal(worker& thief) noexcept {
   return nullptr;
 }
 
+timer_id scheduler::add_local_timer(time_point at, clock::callback& fn) {
+  worker* w = tls_worker;
+  if (w == nullptr || w->owner != this || w->index >= max_local_timer_workers) return 0;
+  timer_id id;
+  {
+    std::lock_guard g(w->timer_lock);
+    id = w->timers.insert(at, std::move(fn));
+    w->timer_count.store(w->timers.size(), std::memory_order_relaxed);
+  }
+  const std::uint64_t generation = (id >> 32U) & ((1ULL << local_timer_generation_bits) - 1);
+  return (1ULL << 63U) | (static_cast<std::uint64_t>(w->index) << 56U) | (generation << 32U) |
+         (id & 0xffffffffULL);
+}
+
+bool scheduler::cancel_local_timer(timer_id id) noexcept {
+  const auto index = static_cast<std::size_t>((id >> 56U) & 0x7fU);
+  if (!is_local_timer(id) || index >= workers_.size()) return false;
+  worker& w = *workers_[index];
+  clock::callback dropped;  // destroyed unlocked: it may hold the last ref of an actor
+  std::lock_guard g(w.timer_lock);
+  const bool erased = w.timers.erase(id & ~(0xffULL << 56U), dropped, local_timer_generation_bits);
+  w.timer_count.store(w.timers.size(), std::memory_order_relaxed);
+  return erased;
+}
+
+bool scheduler::run_due_timers(worker& w, bool steal) noexcept {
+  if (w.timer_count.load(std::memory_order_relaxed) == 0) return false;
+  const time_point now = std::chrono::steady_clock::now();
+  bool fired = false;
+  for (;;) {
+    // A few at a time: thousands of 1 ms timers fall due together.
+    std::array<clock::callback, 16> due;
+    std::size_t n = 0;
+    {
+      std::unique_lock g(w.timer_lock, std::defer_lock);
+      if (steal) {
+        if (!g.try_lock()) return fired;
+      } else {
+        g.lock();
+      }
+      while (n < due.size()) {
+        auto fn = w.timers.pop_due(now);
+        if (!fn) break;
+        due[n++] = std::move(*fn);
+      }
+      w.timer_count.store(w.timers.size(), std::memory_order_relaxed);
+    }
+    for (std::size_t i = 0; i < n; ++i) due[i]();
+    fired = fired || n != 0;
+    if (n < due.size()) return fired;
+  }
+}
+
+bool scheduler::steal_due_timers(worker& thief) noexcept {
+  bool fired = false;
+  for (auto& other : workers_) {
+    if (other.get() != &thief) fired = run_due_timers(*other, true) || fired;
+  }
+  return fired;
+}
+
 actor_cell* scheduler::find_work(worker& w) noexcept {
   if (actor_cell* c = w.pop_local()) return c;
   if (actor_cell* c = pop_global()) return c;
@@ -235,6 +310,12 @@ bool scheduler::has_work() noexcept {
 }
 
 void scheduler::park(worker& w) {
+  // With timers of its own, the worker wakes a little before the first (and spins to it).
+  std::optional<time_point> wake_at;
+  {
+    std::lock_guard g(w.timer_lock);
+    if (!w.timers.empty()) wake_at = w.timers.next_deadline() - timer_spin_window;
+  }
   {
     std::lock_guard g(w.park_mutex);
     w.parked = true;
@@ -243,7 +324,12 @@ void scheduler::park(worker& w) {
   store_load_barrier(parked_);
   if (!has_work() && !stopping_.load()) {
     std::unique_lock g(w.park_mutex);
-    w.park_cv.wait(g, [&] { return w.notified || stopping_.load(); });
+    auto woken = [&] { return w.notified || stopping_.load(); };
+    if (wake_at) {
+      w.park_cv.wait_until(g, *wake_at, woken);
+    } else {
+      w.park_cv.wait(g, woken);
+    }
   }
   parked_.fetch_sub(1, std::memory_order_seq_cst);
   std::lock_guard g(w.park_mutex);
@@ -251,11 +337,19 @@ void scheduler::park(worker& w) {
   w.notified = false;
 }
 
+bool scheduler::timer_due_soon(worker& w, time_point now) noexcept {
+  if (w.timer_count.load(std::memory_order_relaxed) == 0) return false;
+  std::lock_guard g(w.timer_lock);
+  return !w.timers.empty() && w.timers.next_deadline() <= now + timer_spin_window;
+}
+
 void scheduler::run_worker(worker& w) {
   tls_worker = &w;
   const std::string thread_name = (name_.substr(0, 10) + "-w" + std::to_string(w.index));
   ::pthread_setname_np(::pthread_self(), thread_name.c_str());
   while (!stopping_.load(std::memory_order_relaxed)) {
+    // Due timers first: each completion lands in this worker's next slot.
+    run_due_timers(w, false);
     actor_cell* cell = nullptr;
     if (w.next_slot != nullptr && w.next_streak < max_next_slot_streak) {
       cell = w.next_slot;
@@ -273,14 +367,23 @@ void scheduler::run_worker(worker& w) {
       run_cell(cell);
       continue;
     }
-    // Nothing found: spin a little, then park.
+    // Nothing found: spin a little (longer while a timer of its own is about to fall due),
+    // firing due timers, this worker's or a busy one's; then park.
     spinning_.fetch_add(1, std::memory_order_seq_cst);
     const auto until = std::chrono::steady_clock::now() + spin_budget;
+    bool fired = false;
     for (int i = 0; cell == nullptr && !stopping_.load(std::memory_order_relaxed); ++i) {
       cell = find_work(w);
       if (cell != nullptr) break;
+      if ((i & 15) == 15 && (run_due_timers(w, false) || steal_due_timers(w))) {
+        fired = true;
+        break;
+      }
       cpu_relax();
-      if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) break;
+      if ((i & 63) == 63) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now > until && !timer_due_soon(w, now)) break;
+      }
     }
     spinning_.fetch_sub(1, std::memory_order_seq_cst);
     if (cell != nullptr) {
@@ -288,6 +391,7 @@ void scheduler::run_worker(worker& w) {
       run_cell(cell);
       continue;
     }
+    if (fired || w.next_slot != nullptr) continue;
     park(w);
   }
   if (w.next_slot != nullptr) {

@@ -4,6 +4,7 @@
 /// crosses threads) and a local queue others can steal from. Idle workers spin briefly before
 /// they park, because waking a parked core costs ~30 us here.
 
+#include <troupe/core/clock.hpp>
 #include <troupe/core/detail/actor_cell.hpp>
 
 #include <atomic>
@@ -43,6 +44,13 @@ class scheduler {
   /// Wakes a parked worker, if no worker is awake, so that work about to arrive (a timer's
   /// completion) finds one spinning.
   void wake_one() noexcept { notify_one(); }
+  /// On one of this scheduler's workers, takes `fn` on that worker's own timers and returns
+  /// its id: the worker fires it between turns (no clock thread, no cross-thread wake-up when it
+  /// fires). Elsewhere returns 0 and the caller uses the clock.
+  timer_id add_local_timer(time_point at, clock::callback& fn);
+  /// Cancels a timer add_local_timer() queued; false when it has fired (or is firing).
+  bool cancel_local_timer(timer_id id) noexcept;
+  [[nodiscard]] static bool is_local_timer(timer_id id) noexcept { return (id >> 63U) != 0; }
   /// Stops and joins the workers.
   void shutdown();
   std::size_t run_until_idle();
@@ -58,6 +66,12 @@ class scheduler {
   void push_global(actor_cell* cell) noexcept;
   [[nodiscard]] bool has_work() noexcept;
   void park(worker& w);
+  // Fires `w`'s due timers on this thread; `steal` only tries the lock (another worker's).
+  bool run_due_timers(worker& w, bool steal) noexcept;
+  // Another worker's due timers, when this one has nothing else to do.
+  bool steal_due_timers(worker& thief) noexcept;
+  // Whether `w`'s earliest timer falls due within the spin window after `now`.
+  bool timer_due_soon(worker& w, time_point now) noexcept;
   void notify_one() noexcept;
   static void run_cell(actor_cell* cell) noexcept;
 

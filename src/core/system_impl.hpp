@@ -44,6 +44,11 @@ class system_impl final : public ref_counted {
   void detach_facade() noexcept { facade_.store(nullptr); }
   [[nodiscard]] std::shared_ptr<troupe::clock> clock_ptr() const noexcept;
   [[nodiscard]] troupe::clock& clock() const noexcept { return *clock_; }
+  /// Sleeps may use the workers' own timers: the system runs on its steady clock (a clock given
+  /// in the config, e.g. a manual one, keeps every timer) and has workers.
+  [[nodiscard]] bool worker_timers() const noexcept {
+    return !config_.clock && !scheduler_.manual();
+  }
   [[nodiscard]] dead_letter_office& dead_letters() noexcept { return dead_letters_; }
   [[nodiscard]] boost::asio::io_context& io() noexcept { return io_; }
   [[nodiscard]] scheduler& sched() noexcept { return scheduler_; }

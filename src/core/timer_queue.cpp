@@ -54,12 +54,16 @@ timer_id timer_queue::insert(time_point at, clock::callback fn) {
   return make_id(index, s.generation);
 }
 
-bool timer_queue::erase(timer_id id, clock::callback& out) {
+bool timer_queue::erase(timer_id id, clock::callback& out, unsigned generation_bits) {
   const auto low = static_cast<std::uint32_t>(id & 0xffffffffu);
   if (low == 0 || low > slots_.size()) return false;
   const std::uint32_t index = low - 1;
   slot& s = slots_[index];
-  if (!s.used || s.generation != static_cast<std::uint32_t>(id >> 32)) return false;
+  const std::uint32_t mask =
+      generation_bits >= 32 ? 0xffffffffu : ((std::uint32_t{1} << generation_bits) - 1);
+  if (!s.used || (s.generation & mask) != (static_cast<std::uint32_t>(id >> 32) & mask)) {
+    return false;
+  }
   if (s.lane >= 0) {
     // Left in place: its slot is freed when it reaches the front.
     s.used = false;

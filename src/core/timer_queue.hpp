@@ -21,7 +21,8 @@ class timer_queue {
  public:
   timer_id insert(time_point at, clock::callback fn);
   /// Removes a pending callback; it is moved to `out` so that it can be destroyed unlocked.
-  bool erase(timer_id id, clock::callback& out);
+  /// `generation_bits`: how many low bits of the slot's generation the id carries.
+  bool erase(timer_id id, clock::callback& out, unsigned generation_bits = 32);
   [[nodiscard]] bool empty() const noexcept { return heap_.empty() && lanes_live_ == 0; }
   [[nodiscard]] std::size_t size() const noexcept { return heap_.size() + lanes_live_; }
   [[nodiscard]] time_point next_deadline() const { return slots_[earliest()].at; }

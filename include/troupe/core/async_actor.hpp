@@ -40,9 +40,12 @@ boost::asio::execution_context& execution_context_of(actor_cell& cell);
 actor_cell& require_current_cell();
 /// The clock of a cell's system.
 std::shared_ptr<clock> clock_of_cell(actor_cell& cell);
-/// The same, without a ref: for what lives no longer than the cell's system (no shared count
-/// bounced between cores on every await).
-clock& clock_ref_of_cell(actor_cell& cell) noexcept;
+/// Arms a sleep's timer: on a worker of the cell's system, when the system runs on its own
+/// steady clock, that worker's own timers (it fires them between turns: no clock thread and no
+/// cross-thread wake-up per sleep); otherwise the system's clock.
+timer_id arm_sleep_timer(actor_cell& cell, duration d, clock::callback fn);
+/// Cancels what arm_sleep_timer() armed; false when it has fired or is firing.
+bool cancel_sleep_timer(actor_cell& cell, timer_id id) noexcept;
 
 /// The gate a cell's coroutine handlers pass, if its entity home has one.
 concurrency_gate* gate_of(const actor_cell& cell) noexcept;
@@ -223,9 +226,9 @@ namespace detail {
 /// inside the actor's turn.
 template <class Handler>
 struct sleep_op final : system_message {
-  sleep_op(Handler h, actor_cell& c) : handler(std::move(h)), cell(&c), on(&clock_ref_of_cell(c)) {}
+  sleep_op(Handler h, actor_cell& c) : handler(std::move(h)), cell(&c) {}
 
-  /// Called on the clock's thread when the deadline passed.
+  /// Called when the deadline passed (on a worker, or the clock's thread).
   void fire() {
     const intrusive_ptr<actor_cell> keep = cell;  // the op may be gone once posted
     keep->post(this);
@@ -247,7 +250,6 @@ struct sleep_op final : system_message {
 
   Handler handler;
   intrusive_ptr<actor_cell> cell;
-  clock* on;  // the system's: it outlives the cell's turns, the only place `on` is used
   timer_id id = 0;
   boost::system::error_code ec;
 };
@@ -268,7 +270,7 @@ auto async_sleep(actor_cell* cell, duration d, Token&& token) {
           // Emitted inside the actor's turn (cancel_turn), as is the op's completion, which
           // clears the slot: the op is alive whenever this runs.
           slot.assign([op](boost::asio::cancellation_type /*type*/) {
-            if (op->on->cancel(op->id)) {  // the callback will never run: we own the op
+            if (cancel_sleep_timer(*op->cell, op->id)) {  // the callback will never run
               op->ec = boost::asio::error::operation_aborted;
               op->cell->post(op);
             }
@@ -276,7 +278,7 @@ auto async_sleep(actor_cell* cell, duration d, Token&& token) {
         }
         // The callback may post the op before the id is stored; the op runs only in a later
         // step of this turn, which is ours until the initiation returns.
-        op->id = op->on->schedule_after(wait, [op] { op->fire(); });
+        op->id = arm_sleep_timer(*on_cell, wait, [op] { op->fire(); });
       },
       token, cell, d);
 }
