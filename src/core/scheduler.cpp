@@ -2,6 +2,9 @@
 
 #include "core/timer_queue.hpp"
 
+#include <boost/asio/detail/thread_context.hpp>
+#include <boost/asio/detail/thread_info_base.hpp>
+
 #include <pthread.h>
 
 #include <array>
@@ -39,6 +42,18 @@ constexpr unsigned local_timer_generation_bits = 24;
 constexpr std::size_t max_local_timer_workers = 128;
 // Consecutive runs from the next slot before the local queue gets a turn (fairness).
 constexpr int max_next_slot_streak = 32;
+
+/// Asio recycles coroutine frames and cancellation-handler memory per thread, but only on threads
+/// it knows; a worker introduces itself, so a coroutine handler reuses the frames the previous
+/// one freed instead of calling aligned_alloc and free.
+class asio_thread_scope : boost::asio::detail::thread_context {
+ public:
+  asio_thread_scope() : context_(this, info_) {}
+
+ private:
+  boost::asio::detail::thread_info_base info_;
+  thread_call_stack::context context_;
+};
 
 }  // namespace
 
@@ -344,6 +359,7 @@ bool scheduler::timer_due_soon(worker& w, time_point now) noexcept {
 }
 
 void scheduler::run_worker(worker& w) {
+  const asio_thread_scope asio_scope;
   tls_worker = &w;
   const std::string thread_name = (name_.substr(0, 10) + "-w" + std::to_string(w.index));
   ::pthread_setname_np(::pthread_self(), thread_name.c_str());

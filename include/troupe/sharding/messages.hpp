@@ -92,6 +92,8 @@ struct passivation_tick {};
 struct hot_keys_tick {};
 /// Shard's own timer: has it stood empty for its window?
 struct shard_idle_check {};
+/// Shard's own periodic tick for idle entities (when the region keeps no LRU order).
+struct entity_idle_tick {};
 /// Shard to region: "I have stood empty for my window, having received `delivered` messages";
 /// the region stops the shard only if it sent no more since (none is in flight).
 struct shard_idle {

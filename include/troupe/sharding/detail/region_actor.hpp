@@ -1,7 +1,8 @@
 #pragma once
 /// INTERNAL. A region: one per sharded type on this node. Reads the entity id of each message,
-/// hashes it to a shard, spawns the shard on demand and forwards; decides passivation for the
-/// whole node (it sees all traffic) and keeps the figures introspection reports.
+/// hashes it to a shard, spawns the shard on demand and forwards; with an LRU limit it decides
+/// passivation for the whole node (it sees all traffic), and it keeps the figures introspection
+/// reports.
 
 #include <troupe/core/actor.hpp>
 #include <troupe/core/concurrency_gate.hpp>
@@ -70,9 +71,14 @@ class region_actor final : public actor<region_message<M>> {
     std::deque<pending> buffer;  // arrived while the shard actor stops
   };
 
+  // With an LRU limit the region keeps the order of every entity on the node (a policy touch
+  // per message); without one, each shard passivates its own idle entities with a stamp per
+  // delivery, and the region's routing stays free of it.
+  [[nodiscard]] bool keeps_order() const noexcept { return setup_->settings.max_entities > 0; }
+
   void pre_start() override {
     const duration idle = setup_->settings.passivation_idle;
-    if (idle > duration::zero()) {
+    if (idle > duration::zero() && keeps_order()) {
       // Checked twice per window: an idle entity stops between idle and 1.5 x idle.
       this->timers().start_periodic("passivation", passivation_tick{}, idle / 2);
     }
@@ -130,7 +136,7 @@ class region_actor final : public actor<region_message<M>> {
       return;
     }
     // Only messages that come through sharding count as an entity's activity.
-    if (setup_->settings.passivation_idle > duration::zero() || setup_->settings.max_entities > 0) {
+    if (keeps_order()) {
       for (auto& victim :
            policy_.entity_touched(entity_key_view(shard, id), this->context().clock().now())) {
         passivate(victim);
@@ -220,13 +226,16 @@ class region_actor final : public actor<region_message<M>> {
       setup->spawn_entity = setup_->spawn_entity;
       setup->region = this->context().self_ref();
       setup->buffer_size = setup_->settings.buffer_size;
-      setup->report_stopped = [](const untyped_ref& region, entity_stopped s) {
-        region.tell_any(region_message<M>(std::in_place_type<entity_stopped>, std::move(s)));
-      };
+      if (keeps_order()) {  // the policy forgets stopped entities
+        setup->report_stopped = [](const untyped_ref& region, entity_stopped s) {
+          region.tell_any(region_message<M>(std::in_place_type<entity_stopped>, std::move(s)));
+        };
+      }
       setup->report_idle = [](const untyped_ref& region, shard_idle i) {
         region.tell_any(region_message<M>(std::in_place_type<shard_idle>, i));
       };
       setup->passivation_idle = setup_->settings.shard_passivation_idle;
+      if (!keeps_order()) setup->entity_idle = setup_->settings.passivation_idle;
       entry.setup = setup;
       entry.ref =
           this->context().template spawn<shard_actor<M>>(shard_child_name(shard), std::move(setup));

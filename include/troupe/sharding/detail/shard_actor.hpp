@@ -12,7 +12,7 @@
 #include <troupe/sharding/shard_stats.hpp>
 #include <troupe/sharding/sharding_options.hpp>
 
-#include <boost/unordered/unordered_flat_set.hpp>
+#include <boost/unordered/unordered_flat_map.hpp>
 
 #include <atomic>
 #include <memory>
@@ -31,7 +31,7 @@ void dead_letter_from(actor_context& context, troupe::detail::envelope_base* mes
 
 template <class M>
 using shard_message = std::variant<deliver<M>, passivate<M>, passivate_entity, get_entity_ids,
-                                   get_shard_stats, shard_idle_check>;
+                                   get_shard_stats, shard_idle_check, entity_idle_tick>;
 
 /// What a shard needs from its region.
 template <class M>
@@ -43,6 +43,9 @@ struct shard_setup {
   std::function<void(const untyped_ref& region, shard_idle)> report_idle;
   /// How long the shard may stand empty before it asks to stop; 0 keeps it resident.
   duration passivation_idle{};
+  /// Set when the shard itself passivates idle entities (the region keeps no LRU order): it
+  /// ticks every entity_idle / 2.
+  duration entity_idle{};
   untyped_ref region;
   std::size_t buffer_size = 100'000;
   /// Deliveries the region has sent this shard actor: written by the region only, read by the
@@ -66,7 +69,7 @@ class shard_actor final : public actor<shard_message<M>> {
     untyped_ref sender;
   };
 
-  // The entities, found by id without storing it: 8 bytes per entity in a flat table.
+  // The entities, found by id without storing it: 16 bytes per entity in a flat table.
   struct id_hash {
     using is_transparent = void;
     std::size_t operator()(std::string_view id) const noexcept { return hash_id(id); }
@@ -106,12 +109,27 @@ class shard_actor final : public actor<shard_message<M>> {
                    [this](get_entity_ids&) {
                      std::vector<std::string> ids;
                      ids.reserve(entities_.size());
-                     for (const auto& e : entities_) ids.push_back(entity_id_of(e));
+                     for (const auto& [e, touched] : entities_) ids.push_back(entity_id_of(e));
                      this->context().reply(std::move(ids));
                    },
                    [this](get_shard_stats&) { this->context().reply(stats()); },
+                   [this](entity_idle_tick&) { on_idle_tick(); },
                },
                msg);
+  }
+
+  /// Stops the entities no delivery touched for three ticks: idle for between two and three
+  /// tick intervals, i.e. between entity_idle and 1.5 x entity_idle. A tick that runs late
+  /// passivates later, never earlier. The stamp costs a store per delivery, no clock read.
+  void on_idle_tick() {
+    ++epoch_;
+    std::vector<actor_ref<M>> idle;
+    for (const auto& [entity, touched] : entities_) {
+      if (epoch_ - touched >= 3 && !stopping_.contains(std::string_view(entity_id_of(entity)))) {
+        idle.push_back(entity);
+      }
+    }
+    for (const auto& entity : idle) on_passivate_entity(entity_id_of(entity));
   }
 
   void turn_ended(std::size_t handled) noexcept override { stats_.batch_sizes.record(handled); }
@@ -119,6 +137,9 @@ class shard_actor final : public actor<shard_message<M>> {
   void pre_start() override {
     this->context().cell().set_child_entity_home(&setup_->home);
     arm_idle_check();
+    if (setup_->entity_idle > duration::zero()) {
+      this->timers().start_periodic("entity-idle", entity_idle_tick{}, setup_->entity_idle / 2);
+    }
   }
 
   /// An empty shard asks its region, after its window, to be stopped.
@@ -147,7 +168,8 @@ class shard_actor final : public actor<shard_message<M>> {
           return;
         }
       }
-      it->tell(std::move(d.message), sender);
+      it->second = epoch_;
+      it->first.tell(std::move(d.message), sender);
       return;
     }
     start_and_tell(d.entity_id, std::move(d.message), sender, "started");
@@ -190,26 +212,26 @@ class shard_actor final : public actor<shard_message<M>> {
       return;
     }
     ref->tell(std::move(message), sender);
-    entities_.insert(std::move(*ref));
+    entities_.emplace(std::move(*ref), epoch_);
   }
 
   void on_passivate(passivate<M>& p) {
     if (!p.entity) return;
     auto it = entities_.find(std::string_view(entity_id_of(p.entity)));
-    if (it == entities_.end() || it->target() != p.entity.target()) return;
-    if (!stopping_.try_emplace(entity_id_of(*it)).second) return;  // already stopping
-    std::visit(overloaded{[&](poison_pill& pill) { it->tell(pill); },
-                          [&](M& stop) { it->tell(std::move(stop)); }},
+    if (it == entities_.end() || it->first.target() != p.entity.target()) return;
+    if (!stopping_.try_emplace(entity_id_of(it->first)).second) return;  // already stopping
+    std::visit(overloaded{[&](poison_pill& pill) { it->first.tell(pill); },
+                          [&](M& stop) { it->first.tell(std::move(stop)); }},
                p.stop_message);
   }
 
   void on_passivate_entity(const std::string& id) {
     auto it = entities_.find(std::string_view(id));
     if (it == entities_.end()) return;
-    if (!stopping_.try_emplace(entity_id_of(*it)).second) return;
+    if (!stopping_.try_emplace(entity_id_of(it->first)).second) return;
     // A poison pill, not a stop signal: messages already in the entity's mailbox are handled
     // first (a stop would overtake them). The entity's receive never sees it.
-    it->tell(poison_pill{});
+    it->first.tell(poison_pill{});
   }
 
   // The shard is the entities' parent: it hears of each stop without watching (a watch would
@@ -218,7 +240,7 @@ class shard_actor final : public actor<shard_message<M>> {
     // `who` keeps the stopped cell, and with it the id we read, alive for this call.
     const std::string& id = entity_id_of(who);
     auto it = entities_.find(std::string_view(id));
-    if (it == entities_.end() || it->target() != who.target()) return;
+    if (it == entities_.end() || it->first.target() != who.target()) return;
     std::vector<pending> waiting;
     if (auto s = stopping_.find(id); s != stopping_.end()) {
       waiting = std::move(s->second);
@@ -228,12 +250,14 @@ class shard_actor final : public actor<shard_message<M>> {
     buffered_ -= waiting.size();
     // With mail waiting, the next incarnation starts at once: for the region (and its
     // passivation policy, which those messages already touched) the entity never stopped.
-    if (waiting.empty()) setup_->report_stopped(setup_->region, entity_stopped{setup_->id, id});
+    if (waiting.empty() && setup_->report_stopped) {
+      setup_->report_stopped(setup_->region, entity_stopped{setup_->id, id});
+    }
     // Messages that waited for this incarnation to end go, in order, to the next one.
     for (auto& p : waiting) {
       auto next = entities_.find(std::string_view(id));
       if (next != entities_.end()) {
-        next->tell(std::move(p.message), p.sender);
+        next->first.tell(std::move(p.message), p.sender);
       } else {
         start_and_tell(id, std::move(p.message), p.sender, "restarted");
       }
@@ -248,7 +272,9 @@ class shard_actor final : public actor<shard_message<M>> {
   }
 
   std::shared_ptr<shard_setup<M>> setup_;
-  boost::unordered_flat_set<actor_ref<M>, id_hash, id_equal> entities_;
+  // Each entity with the idle epoch of its last delivery.
+  boost::unordered_flat_map<actor_ref<M>, std::uint32_t, id_hash, id_equal> entities_;
+  std::uint32_t epoch_ = 0;
   // Entities on their way out, with what arrived for their next incarnation. Keys view the ids
   // of the stopping cells, which entities_ keeps alive until they are erased together.
   std::unordered_map<std::string_view, std::vector<pending>, id_hasher> stopping_;
