@@ -7,7 +7,6 @@
 
 #include <pthread.h>
 
-#include <array>
 #include <chrono>
 #include <optional>
 
@@ -87,6 +86,15 @@ struct scheduler::worker {
   spinlock timer_lock;
   timer_queue timers;
   std::atomic<std::size_t> timer_count{0};
+  // The earliest deadline in steady-clock ticks: the loop looks at it without the lock.
+  std::atomic<std::int64_t> next_due{0};
+
+  // Under timer_lock, after every change.
+  void timers_changed() noexcept {
+    timer_count.store(timers.size(), std::memory_order_relaxed);
+    next_due.store(timers.empty() ? 0 : timers.next_deadline().time_since_epoch().count(),
+                   std::memory_order_relaxed);
+  }
 
   void push_local(actor_cell* c) noexcept {
     std::lock_guard g(lock);
@@ -256,7 +264,7 @@ timer_id scheduler::add_local_timer(time_point at, clock::callback& fn) {
   {
     std::lock_guard g(w->timer_lock);
     id = w->timers.insert(at, std::move(fn));
-    w->timer_count.store(w->timers.size(), std::memory_order_relaxed);
+    w->timers_changed();
   }
   const std::uint64_t generation = (id >> 32U) & ((1ULL << local_timer_generation_bits) - 1);
   return (1ULL << 63U) | (static_cast<std::uint64_t>(w->index) << 56U) | (generation << 32U) |
@@ -270,18 +278,18 @@ bool scheduler::cancel_local_timer(timer_id id) noexcept {
   clock::callback dropped;  // destroyed unlocked: it may hold the last ref of an actor
   std::lock_guard g(w.timer_lock);
   const bool erased = w.timers.erase(id & ~(0xffULL << 56U), dropped, local_timer_generation_bits);
-  w.timer_count.store(w.timers.size(), std::memory_order_relaxed);
+  w.timers_changed();
   return erased;
 }
 
 bool scheduler::run_due_timers(worker& w, bool steal) noexcept {
   if (w.timer_count.load(std::memory_order_relaxed) == 0) return false;
   const time_point now = std::chrono::steady_clock::now();
+  // Checked on every pass of the worker loop: nothing due costs no lock.
+  if (now.time_since_epoch().count() < w.next_due.load(std::memory_order_relaxed)) return false;
   bool fired = false;
   for (;;) {
-    // A few at a time: thousands of 1 ms timers fall due together.
-    std::array<clock::callback, 16> due;
-    std::size_t n = 0;
+    clock::callback fn;
     {
       std::unique_lock g(w.timer_lock, std::defer_lock);
       if (steal) {
@@ -289,16 +297,13 @@ bool scheduler::run_due_timers(worker& w, bool steal) noexcept {
       } else {
         g.lock();
       }
-      while (n < due.size()) {
-        auto fn = w.timers.pop_due(now);
-        if (!fn) break;
-        due[n++] = std::move(*fn);
-      }
-      w.timer_count.store(w.timers.size(), std::memory_order_relaxed);
+      auto due = w.timers.pop_due(now);
+      if (!due) return fired;
+      fn = std::move(*due);
+      w.timers_changed();
     }
-    for (std::size_t i = 0; i < n; ++i) due[i]();
-    fired = fired || n != 0;
-    if (n < due.size()) return fired;
+    fn();
+    fired = true;
   }
 }
 
