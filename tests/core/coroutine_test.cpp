@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -356,6 +357,51 @@ TEST(CoroutineActor, StoppingWhileTheHandlerAwaitsOnWorkerThreadsTerminatesAtOnc
   EXPECT_EQ(ev.expect_message(), "cancelled 1");
   EXPECT_EQ(ev.expect_message(), "post_stop");
   ev.expect_terminated(s);
+}
+
+/// Sleeps `wait` per message and reports how long the sleep really took, in microseconds.
+class timed_sleeper final : public troupe::async_actor<troupe::duration> {
+ public:
+  explicit timed_sleeper(troupe::actor_ref<std::int64_t> out) : out_(std::move(out)) {}
+
+ private:
+  boost::asio::awaitable<void> receive(troupe::duration wait) override {
+    const auto start = std::chrono::steady_clock::now();
+    co_await troupe::sleep_for(wait);
+    out_.tell(std::chrono::duration_cast<std::chrono::microseconds>(
+                  std::chrono::steady_clock::now() - start)
+                  .count());
+  }
+
+  troupe::actor_ref<std::int64_t> out_;
+};
+
+/// Keeps its worker busy for `busy` per message (no await).
+class hog final : public troupe::actor<troupe::duration> {
+  void receive(troupe::duration& busy) override {
+    const auto until = std::chrono::steady_clock::now() + busy;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  }
+};
+
+TEST(CoroutineActor, SleepsOnWorkerTimersNeverEndEarlyAndAllEndWhileAWorkerIsBusy) {
+  // Sleeps arm timers on the worker running the handler; a worker stuck in a long turn leaves
+  // its due timers to the other one.
+  troupe::actor_system system(troupe::system_config{}.with_workers(2));
+  test_probe<std::int64_t> took(system, "took");
+  auto busy = system.spawn<hog>("hog");
+  std::vector<troupe::actor_ref<troupe::duration>> sleepers;
+  for (int i = 0; i < 50; ++i) {
+    sleepers.push_back(system.spawn<timed_sleeper>("s" + std::to_string(i), took.ref()));
+  }
+  for (int round = 0; round < 4; ++round) {
+    busy.tell(troupe::duration(20ms));
+    for (auto& s : sleepers) s.tell(troupe::duration(2ms));
+  }
+  for (int i = 0; i < 50 * 4; ++i) {
+    EXPECT_GE(took.expect_message(troupe::testkit::dilated(5s)), 2'000);
+  }
 }
 
 }  // namespace
