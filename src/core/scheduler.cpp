@@ -35,7 +35,7 @@ inline void cpu_relax() noexcept {
 constexpr auto spin_budget = std::chrono::microseconds(50);
 // An idle worker whose next timer is this close spins to it instead of parking: waking from a
 // timed wait costs ~30 us on this kind of VM, which a 1 ms sleep would pay every time.
-constexpr auto timer_spin_window = std::chrono::microseconds(60);
+constexpr auto timer_spin_window = std::chrono::microseconds(120);
 // Local timer ids: the top bit, the worker's index, 24 bits of the slot's generation, the slot.
 constexpr unsigned local_timer_generation_bits = 24;
 constexpr std::size_t max_local_timer_workers = 128;
