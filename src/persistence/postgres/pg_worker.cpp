@@ -90,24 +90,8 @@ std::unique_ptr<write_task> make_upsert_task(state_write w, completion<revision_
 // -- writer ------------------------------------------------------------------
 
 writer::writer(session s, std::size_t max_batch)
-    : session_(std::move(s)), max_batch_(max_batch == 0 ? 1 : max_batch) {
-  thread_ = std::thread([this] { loop(); });
-}
-
-writer::~writer() {
-  queue_.close();
-  thread_.join();
-}
-
-void writer::loop() {
-  batch b;
-  while (queue_.take(b, max_batch_)) {
-    run_group(b);
-    tasks_run_.fetch_add(b.size(), std::memory_order_relaxed);
-    completer_.hand_over(std::move(b));
-    b.clear();
-  }
-}
+    : session_(std::move(s)),
+      loop_("PostgreSQL store", max_batch, [this](batch& b) { run_group(b); }) {}
 
 void writer::run_group(batch& b) {
   for (int attempt = 0;; ++attempt) {

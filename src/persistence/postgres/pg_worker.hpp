@@ -10,9 +10,9 @@
 
 #include <troupe/persistence/detail/completion.hpp>
 
-#include "persistence/group_commit/completer.hpp"
 #include "persistence/group_commit/task.hpp"
 #include "persistence/group_commit/task_queue.hpp"
+#include "persistence/group_commit/writer_loop.hpp"
 #include "persistence/postgres/pg_heads.hpp"
 #include "persistence/postgres/pg_operations.hpp"
 #include "persistence/postgres/pg_session.hpp"
@@ -111,27 +111,22 @@ class writer {
  public:
   /// Takes an opened session; `max_batch` bounds a group commit.
   writer(session s, std::size_t max_batch);
-  /// Runs the writes still queued, then joins the thread.
-  ~writer();
   writer(const writer&) = delete;
   writer& operator=(const writer&) = delete;
 
   /// Queues a write; after close it completes at once with errc::store_closed.
-  void submit(std::unique_ptr<write_task> t) { queue_.submit(std::move(t)); }
+  void submit(std::unique_ptr<write_task> t) { loop_.submit(std::move(t)); }
 
   /// Writes run so far.
-  [[nodiscard]] std::uint64_t tasks_run() const noexcept {
-    return tasks_run_.load(std::memory_order_relaxed);
-  }
+  [[nodiscard]] std::uint64_t tasks_run() const noexcept { return loop_.tasks_run(); }
   /// Transactions committed.
   [[nodiscard]] std::uint64_t transactions() const noexcept {
     return transactions_.load(std::memory_order_relaxed);
   }
 
  private:
-  using batch = std::deque<std::unique_ptr<write_task>>;
+  using batch = group_commit::writer_loop<write_task>::batch;
 
-  void loop();
   void run_group(batch& b);
   bool try_group(pqxx::connection& c, batch& b, bool savepoints);
   bool run_in_runs(pqxx::transaction_base& t, batch& b);
@@ -139,14 +134,9 @@ class writer {
   void load_heads(pqxx::transaction_base& t, const batch& b);
 
   session session_;
-  std::size_t max_batch_;
   pid_heads heads_;
-  group_commit::task_queue<write_task> queue_{"PostgreSQL store"};
-  std::atomic<std::uint64_t> tasks_run_{0};
   std::atomic<std::uint64_t> transactions_{0};
-  // Before the thread: destroyed after it, so it completes every batch the writer handed over.
-  group_commit::completer<write_task> completer_;
-  std::thread thread_;
+  group_commit::writer_loop<write_task> loop_;  // last: its thread uses everything above
 };
 
 /// The readers: a few threads, each with its own connection, running reads one by one.

@@ -36,24 +36,7 @@ std::unique_ptr<write_task> make_append_task(append_request r, completion<sequen
 writer::writer(std::unique_ptr<connection> c, std::size_t max_batch)
     : connection_(std::move(c)),
       session_{*connection_, heads_},
-      max_batch_(max_batch == 0 ? 1 : max_batch) {
-  thread_ = std::thread([this] { loop(); });
-}
-
-writer::~writer() {
-  queue_.close();
-  thread_.join();
-}
-
-void writer::loop() {
-  batch b;
-  while (queue_.take(b, max_batch_)) {
-    run_group(b);
-    tasks_run_.fetch_add(b.size(), std::memory_order_relaxed);
-    completer_.hand_over(std::move(b));
-    b.clear();
-  }
-}
+      loop_("SQLite store", max_batch, [this](batch& b) { run_group(b); }) {}
 
 void writer::run_group(batch& b) {
   // Savepoints cost two statements per write: take them only when a write failed mid-way.

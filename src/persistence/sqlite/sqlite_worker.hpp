@@ -5,9 +5,9 @@
 // any other failure makes the writer redo the group with one savepoint per write, so that failure
 // is rolled back alone. The reader owns a read-only connection and runs tasks one by one.
 
-#include "persistence/group_commit/completer.hpp"
 #include "persistence/group_commit/task.hpp"
 #include "persistence/group_commit/task_queue.hpp"
+#include "persistence/group_commit/writer_loop.hpp"
 #include "persistence/sqlite/sqlite_connection.hpp"
 #include "persistence/sqlite/sqlite_heads.hpp"
 #include "persistence/sqlite/sqlite_operations.hpp"
@@ -48,27 +48,22 @@ class writer {
  public:
   /// Takes the connection; `max_batch` bounds a group commit.
   writer(std::unique_ptr<connection> c, std::size_t max_batch);
-  /// Runs the writes still queued, then joins the thread.
-  ~writer();
   writer(const writer&) = delete;
   writer& operator=(const writer&) = delete;
 
   /// Queues a write; after close it completes at once with errc::store_closed.
-  void submit(std::unique_ptr<write_task> t) { queue_.submit(std::move(t)); }
+  void submit(std::unique_ptr<write_task> t) { loop_.submit(std::move(t)); }
 
   /// Writes run so far.
-  [[nodiscard]] std::uint64_t tasks_run() const noexcept {
-    return tasks_run_.load(std::memory_order_relaxed);
-  }
+  [[nodiscard]] std::uint64_t tasks_run() const noexcept { return loop_.tasks_run(); }
   /// Transactions committed.
   [[nodiscard]] std::uint64_t transactions() const noexcept {
     return transactions_.load(std::memory_order_relaxed);
   }
 
  private:
-  using batch = std::deque<std::unique_ptr<write_task>>;
+  using batch = group_commit::writer_loop<write_task>::batch;
 
-  void loop();
   void run_group(batch& b);
   bool try_group(batch& b, bool savepoints);
   /// Runs the writes in order, runs of appends in one go; false when one failed mid-way.
@@ -82,13 +77,8 @@ class writer {
   std::unique_ptr<connection> connection_;
   journal_heads heads_;
   write_session session_;
-  std::size_t max_batch_;
-  group_commit::task_queue<write_task> queue_{"SQLite store"};
-  std::atomic<std::uint64_t> tasks_run_{0};
   std::atomic<std::uint64_t> transactions_{0};
-  // Before the thread: destroyed after it, so it completes every batch the writer handed over.
-  group_commit::completer<write_task> completer_;
-  std::thread thread_;
+  group_commit::writer_loop<write_task> loop_;  // last: its thread uses everything above
 };
 
 /// The thread owning a read-only connection, running reads one by one.

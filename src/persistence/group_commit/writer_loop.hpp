@@ -1,0 +1,69 @@
+#pragma once
+// The writer's half of group commit, the same for every store: one thread takes what has queued
+// up (at most a group), has the store run it as one transaction, counts it and hands it to the
+// completer, which completes the callers while the next group runs.
+
+#include "persistence/group_commit/completer.hpp"
+#include "persistence/group_commit/task_queue.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+
+namespace troupe::persistence::group_commit {
+
+template <class Task>
+class writer_loop {
+ public:
+  using batch = std::deque<std::unique_ptr<Task>>;
+
+  /// `run_group` runs one group on the writer's thread. Declare this object last in its owner:
+  /// it is built after what run_group uses, and destroyed (its thread joined) before it.
+  writer_loop(std::string store, std::size_t max_batch, std::function<void(batch&)> run_group)
+      : queue_(std::move(store)),
+        max_batch_(max_batch == 0 ? 1 : max_batch),
+        run_group_(std::move(run_group)),
+        thread_([this] { loop(); }) {}
+  /// Runs the writes still queued, then joins the thread.
+  ~writer_loop() {
+    queue_.close();
+    thread_.join();
+  }
+  writer_loop(const writer_loop&) = delete;
+  writer_loop& operator=(const writer_loop&) = delete;
+
+  /// Queues a write; after close it completes at once with errc::store_closed.
+  void submit(std::unique_ptr<Task> t) { queue_.submit(std::move(t)); }
+
+  /// Writes run so far.
+  [[nodiscard]] std::uint64_t tasks_run() const noexcept {
+    return tasks_run_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  void loop() {
+    batch b;
+    while (queue_.take(b, max_batch_)) {
+      run_group_(b);
+      tasks_run_.fetch_add(b.size(), std::memory_order_relaxed);
+      completer_.hand_over(std::move(b));
+      b.clear();
+    }
+  }
+
+  task_queue<Task> queue_;
+  std::size_t max_batch_;
+  std::function<void(batch&)> run_group_;
+  std::atomic<std::uint64_t> tasks_run_{0};
+  // Before the thread: destroyed after it, so it completes every batch the loop handed over.
+  completer<Task> completer_;
+  std::thread thread_;
+};
+
+}  // namespace troupe::persistence::group_commit
