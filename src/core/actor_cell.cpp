@@ -472,18 +472,25 @@ void actor_cell::handle_user_envelope(envelope_base* e) noexcept {
   const envelope_kind kind = e->kind;
   current_ = e;
   bool async = false;
+  bool released = false;  // a plain handler passed `e` on (release_current): not ours to free
   try {
     async = actor_->handle(*e);
+    released = !async && current_ != e;
   } catch (...) {
+    released = current_ != e;
     std::string what = "while handling a message of type ";
     try {
-      what += e->describe();
+      what += released ? std::string("?") : e->describe();
     } catch (...) {
       what += "?";
     }
     current_ = nullptr;
     if (async_message_ == e) async_message_ = nullptr;  // a turn that began never started
     const std::exception_ptr failure = std::current_exception();
+    if (released) {
+      fail(failure, what);
+      return;
+    }
     // An asker hears at once that its question failed the actor (instead of timing out).
     if (e->sender) {
       e->sender->notify_undelivered(
@@ -499,7 +506,12 @@ void actor_cell::handle_user_envelope(envelope_base* e) noexcept {
   }
   // A coroutine turn took `e` in begin_async_turn (its payload moved into the coroutine) and
   // frees it when the handler ends; it names the message on failure.
-  if (!async) delete e;
+  if (!async && !released) delete e;
+}
+
+envelope_base* actor_cell::release_current() noexcept {
+  if (current_ == nullptr || current_ == async_message_) return nullptr;
+  return std::exchange(current_, nullptr);
 }
 
 std::size_t actor_cell::run_batch(std::size_t cap) noexcept {

@@ -25,12 +25,6 @@ inline void store_load_barrier(std::atomic<int>& on) noexcept {
 #endif
 }
 
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 // How long an idle worker looks for work before it parks (waking a parked core costs ~30 us).
 constexpr auto spin_budget = std::chrono::microseconds(50);
 // An idle worker whose next timer is this close spins to it instead of parking: waking from a
@@ -55,19 +49,6 @@ class asio_thread_scope : boost::asio::detail::thread_context {
 };
 
 }  // namespace
-
-void spinlock::lock() noexcept {
-  for (int spins = 0;; ++spins) {
-    if (!locked_.exchange(true, std::memory_order_acquire)) return;
-    while (locked_.load(std::memory_order_relaxed)) {
-      if (spins++ < 64) {
-        cpu_relax();
-      } else {
-        std::this_thread::yield();
-      }
-    }
-  }
-}
 
 struct scheduler::worker {
   scheduler* owner = nullptr;

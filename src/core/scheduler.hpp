@@ -6,6 +6,7 @@
 
 #include <troupe/core/clock.hpp>
 #include <troupe/core/detail/actor_cell.hpp>
+#include <troupe/core/detail/spinlock.hpp>
 
 #include <atomic>
 #include <condition_variable>
@@ -18,17 +19,6 @@
 #include <vector>
 
 namespace troupe::detail {
-
-/// A tiny test-and-test-and-set lock for critical sections of a few instructions.
-class spinlock {
- public:
-  void lock() noexcept;
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-  bool try_lock() noexcept { return !locked_.exchange(true, std::memory_order_acquire); }
-
- private:
-  std::atomic<bool> locked_{false};
-};
 
 class scheduler {
  public:

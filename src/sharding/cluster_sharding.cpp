@@ -123,6 +123,7 @@ cluster_sharding::~cluster_sharding() = default;
 
 untyped_ref cluster_sharding::register_type(
     const std::string& type_name, const std::type_info& message_type,
+    std::shared_ptr<const void> setup,
     const std::function<untyped_ref(actor_context&)>& spawn_region,
     std::function<untyped_ref(shard_id)> (*make_shard_ref)(untyped_ref)) {
   std::lock_guard lock(mutex_);
@@ -131,7 +132,8 @@ untyped_ref cluster_sharding::register_type(
   }
   actor_context guardian(&detail::cell_of(sharding_guardian_));
   untyped_ref region = spawn_region(guardian);
-  types_.emplace(type_name, started_type{region, &message_type, make_shard_ref(region)});
+  types_.emplace(type_name, started_type{region_handle{region, std::move(setup)}, &message_type,
+                                         make_shard_ref(region)});
   return region;
 }
 
@@ -149,8 +151,8 @@ untyped_ref cluster_sharding::shard_ref_for(const std::string& type_name, shard_
   return started(type_name).shard_ref(shard);
 }
 
-untyped_ref cluster_sharding::region_of(const std::string& type_name,
-                                        const std::type_info& message_type) const {
+cluster_sharding::region_handle cluster_sharding::region_of(
+    const std::string& type_name, const std::type_info& message_type) const {
   std::lock_guard lock(mutex_);
   const started_type& type = started(type_name);
   if (*type.message_type != message_type) {
@@ -158,20 +160,21 @@ untyped_ref cluster_sharding::region_of(const std::string& type_name,
                                           troupe::detail::type_name(*type.message_type) + ", not " +
                                           troupe::detail::type_name(message_type));
   }
-  return type.region;
+  return type.handle;
 }
 
 region_state cluster_sharding::state(const std::string& type_name, duration timeout) {
   untyped_ref region;
   {
     std::lock_guard lock(mutex_);
-    region = started(type_name).region;
+    region = started(type_name).handle.region;
   }
   region_state state = detail::await_reply(
       system_,
       region.ask_any<region_state>(detail::get_region_state{}, timeout, troupe::use_future),
       timeout);
-  // Each running shard reports its own figures (the region does not count per entity).
+  // Each running shard reports its own figures and hot ids (the region does not count per
+  // entity: most messages pass it by).
   for (auto& info : state.shards) {
     if (!info.resident) continue;
     info.stats = detail::await_reply(
@@ -180,7 +183,13 @@ region_state cluster_sharding::state(const std::string& type_name, duration time
             .ask_any<shard_stats>(get_shard_stats{}, timeout, troupe::use_future),
         timeout);
     info.entity_count = info.stats.entity_count;
+    state.hottest.insert(state.hottest.end(), info.stats.hottest.begin(), info.stats.hottest.end());
   }
+  // An id lives in one shard: merging is sorting.
+  std::sort(state.hottest.begin(), state.hottest.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  if (state.hottest.size() > 10) state.hottest.resize(10);
   return state;
 }
 

@@ -78,9 +78,7 @@ class cluster_sharding {
   /// A ref to one entity: tell and ask go to it, wherever it lives, without an extractor.
   template <class M>
   actor_ref<M> entity_ref_for(const std::string& type_name, std::string entity_id) {
-    return actor_ref<M>(troupe::detail::intrusive_ptr<troupe::detail::actor_target>(
-        new detail::region_ingress<M>(region_of(type_name, typeid(M)), std::move(entity_id)),
-        troupe::detail::adopt));
+    return ingress<M>(region_of(type_name, typeid(M)), std::move(entity_id));
   }
   template <class M>
   actor_ref<M> entity_ref_for(const shard_key<M>& key, std::string entity_id) {
@@ -94,9 +92,7 @@ class cluster_sharding {
   /// The region of a started type, as users send to it.
   template <class M>
   actor_ref<M> region_for(const std::string& type_name) {
-    return actor_ref<M>(troupe::detail::intrusive_ptr<troupe::detail::actor_target>(
-        new detail::region_ingress<M>(region_of(type_name, typeid(M)), std::nullopt),
-        troupe::detail::adopt));
+    return ingress<M>(region_of(type_name, typeid(M)), std::nullopt);
   }
 
   /// A ref to one shard of a type on this node, valid across the shard's passivation: ask it
@@ -117,15 +113,31 @@ class cluster_sharding {
   std::vector<std::string> type_names() const;
 
  private:
+  /// A started region as its refs need it.
+  struct region_handle {
+    untyped_ref region;                 // the region actor itself (message type: region_message<M>)
+    std::shared_ptr<const void> setup;  // its region_setup<M> (with the shards' routes)
+  };
   struct started_type {
-    untyped_ref region;  // the region actor itself (message type: region_message<M>)
+    region_handle handle;
     const std::type_info* message_type;
     std::function<untyped_ref(shard_id)> shard_ref;  // builds a shard_ingress<M>
   };
 
-  untyped_ref region_of(const std::string& type_name, const std::type_info& message_type) const;
+  template <class M>
+  static actor_ref<M> ingress(region_handle handle, std::optional<std::string> entity_id) {
+    return actor_ref<M>(troupe::detail::intrusive_ptr<troupe::detail::actor_target>(
+        new detail::region_ingress<M>(
+            std::move(handle.region),
+            std::static_pointer_cast<const detail::region_setup<M>>(std::move(handle.setup)),
+            std::move(entity_id)),
+        troupe::detail::adopt));
+  }
+
+  region_handle region_of(const std::string& type_name, const std::type_info& message_type) const;
   [[nodiscard]] const started_type& started(const std::string& type_name) const;
   untyped_ref register_type(const std::string& type_name, const std::type_info& message_type,
+                            std::shared_ptr<const void> setup,
                             const std::function<untyped_ref(actor_context&)>& spawn_region,
                             std::function<untyped_ref(shard_id)> (*make_shard_ref)(untyped_ref));
 
@@ -160,9 +172,12 @@ actor_ref<M> cluster_sharding::start(sharding_options<M> options) {
   if (options.max_concurrent > 0) {
     setup->gate = std::make_shared<concurrency_gate>(options.max_concurrent);
   }
+  // With an LRU limit the region sees every message (it keeps the order of use).
+  setup->routes = std::make_shared<detail::shard_routes<M>>(
+      setup->settings.num_shards, setup->settings.max_entities == 0, system_.clock());
   const std::string type_name = setup->settings.type_name;
   untyped_ref region = register_type(
-      type_name, typeid(M),
+      type_name, typeid(M), setup,
       [&](actor_context& guardian) -> untyped_ref {
         return guardian.spawn<detail::region_actor<M>>(
             region_name(type_name), std::shared_ptr<const detail::region_setup<M>>(setup));
@@ -173,8 +188,7 @@ actor_ref<M> cluster_sharding::start(sharding_options<M> options) {
               new detail::shard_ingress<M>(r, shard), troupe::detail::adopt));
         };
       });
-  return actor_ref<M>(troupe::detail::intrusive_ptr<troupe::detail::actor_target>(
-      new detail::region_ingress<M>(std::move(region), std::nullopt), troupe::detail::adopt));
+  return ingress<M>(region_handle{std::move(region), std::move(setup)}, std::nullopt);
 }
 
 }  // namespace troupe::sharding

@@ -70,12 +70,21 @@ struct routed {
   M message;
 };
 
-/// Region to shard: deliver to an entity (spawning it if needed).
+/// Sender to region: a message for a shard whose direct route was closed, counted on that
+/// route until the region passes it on (shard_routes.hpp).
+template <class M>
+struct through_region {
+  shard_id shard = 0;
+  std::string entity_id;
+  M message;
+};
+
+/// Region or sender to shard: deliver to an entity (spawning it if needed).
 template <class M>
 struct deliver {
   std::string entity_id;
   M message;
-  /// When the region sent it, for 1 in 16 messages (the shard's queue-wait sample); else unset.
+  /// When it was sent, for 1 in 16 messages (the shard's queue-wait sample); else unset.
   time_point sent_at{};
 };
 /// Region to shard: the policy wants this entity stopped.
@@ -87,8 +96,9 @@ struct entity_stopped {
   shard_id shard = 0;
   std::string entity_id;
 };
-/// Region's own periodic ticks.
+/// Region's own periodic tick (with an LRU limit).
 struct passivation_tick {};
+/// Shard's own periodic tick: its hot-key window slides.
 struct hot_keys_tick {};
 /// Shard's own timer: has it stood empty for its window?
 struct shard_idle_check {};

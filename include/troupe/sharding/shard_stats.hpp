@@ -9,6 +9,9 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace troupe::sharding {
 
@@ -54,11 +57,14 @@ struct shard_stats {
   std::size_t mailbox_depth = 0;
   /// The largest mailbox_depth observed.
   std::size_t mailbox_depth_peak = 0;
-  /// The longest a message waited between the region sending it and the shard handling it
-  /// (sampled: 1 message in 16 carries its send time).
+  /// The longest a message waited between being sent to the shard (by a sender or the region)
+  /// and the shard handling it (sampled: 1 message in 16 carries its send time).
   duration max_queue_wait = duration::zero();
   /// Messages handled per turn of the shard actor (a busy shard takes many per turn).
   batch_size_histogram batch_sizes;
+  /// The shard's hottest entity ids over the last 30 to 60 seconds, hottest first, with their
+  /// estimated message counts (sampled: 1 delivery in 16 counts as 16).
+  std::vector<std::pair<std::string, std::uint64_t>> hottest;
 
   /// Records the mailbox depth seen now, raising the peak when it is higher.
   void observe_mailbox_depth(std::size_t depth) {

@@ -92,6 +92,9 @@ class actor_cell : public actor_target {
   // -- inside the actor's turn (via actor_context) ---------------------------------------------
   [[nodiscard]] actor_base* instance() const noexcept { return actor_; }
   [[nodiscard]] const intrusive_ptr<actor_target>& current_sender() const noexcept;
+  /// Hands the envelope of the message a plain handler is handling to the caller, who passes
+  /// it on as it is (no copy, no allocation); the cell will not free it. Null outside one.
+  envelope_base* release_current() noexcept;
   void stop_self();
   void stop_child(actor_target& target);
   void watch(const intrusive_ptr<actor_target>& target);
@@ -199,7 +202,7 @@ class actor_cell : public actor_target {
   // A coroutine handler's message (and with it its sender), kept until it ends (reply(),
   // failure logs).
   envelope_base* async_message_ = nullptr;
-  envelope_base* current_ = nullptr;
+  envelope_base* current_ = nullptr;  // null while a plain handler runs: it released its message
   std::unique_ptr<cell_extras> ext_;
 
   friend struct cell_access;

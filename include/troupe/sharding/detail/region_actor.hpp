@@ -1,14 +1,15 @@
 #pragma once
-/// INTERNAL. A region: one per sharded type on this node. Reads the entity id of each message,
-/// hashes it to a shard, spawns the shard on demand and forwards; with an LRU limit it decides
-/// passivation for the whole node (it sees all traffic), and it keeps the figures introspection
-/// reports.
+/// INTERNAL. A region: one per sharded type on this node. Owns its shards: spawns each on
+/// demand, opens its direct route (shard_routes.hpp) while it runs, and routes what senders could
+/// not deliver directly: the first messages of a shard, those arriving while it stops (buffered,
+/// replayed in order to the next shard actor), and, with an LRU limit, every message (it then
+/// decides passivation for the whole node, seeing all traffic).
 
 #include <troupe/core/actor.hpp>
 #include <troupe/core/concurrency_gate.hpp>
 #include <troupe/sharding/detail/shard_actor.hpp>
+#include <troupe/sharding/detail/shard_routes.hpp>
 #include <troupe/sharding/entity_path.hpp>
-#include <troupe/sharding/hot_keys.hpp>
 #include <troupe/sharding/messages.hpp>
 #include <troupe/sharding/passivation_policy.hpp>
 #include <troupe/sharding/shard_id.hpp>
@@ -32,8 +33,8 @@ struct shard_query {
 };
 
 template <class M>
-using region_message = std::variant<M, routed<M>, entity_stopped, passivation_tick, hot_keys_tick,
-                                    get_region_state, shard_idle, shard_query>;
+using region_message = std::variant<M, routed<M>, through_region<M>, entity_stopped,
+                                    passivation_tick, get_region_state, shard_idle, shard_query>;
 
 /// Everything a region runs with.
 template <class M>
@@ -45,6 +46,8 @@ struct region_setup {
   std::function<shard_id(const std::string&)> extract_shard_id;
   /// Caps how many entities are inside a coroutine handler at once (null: no cap).
   std::shared_ptr<concurrency_gate> gate;
+  /// The shards' direct routes, shared with the senders.
+  std::shared_ptr<shard_routes<M>> routes;
 };
 
 template <class M>
@@ -52,21 +55,21 @@ class region_actor final : public actor<region_message<M>> {
  public:
   explicit region_actor(std::shared_ptr<const region_setup<M>> setup)
       : setup_(std::move(setup)),
-        policy_(
-            passivation_settings{setup_->settings.passivation_idle, setup_->settings.max_entities}),
-        hot_(64) {}
+        policy_(passivation_settings{setup_->settings.passivation_idle,
+                                     setup_->settings.max_entities}) {}
 
  private:
   struct pending {
     std::string entity_id;
     M message;
     untyped_ref sender;
+    bool counted;  // on the route's via_region
   };
   struct shard_entry {
-    actor_ref<shard_message<M>> ref;
-    std::shared_ptr<shard_setup<M>> setup;  // of the current shard actor
-    std::uint64_t messages = 0;             // delivered to the shard, ever
-    std::uint64_t sent_to_incarnation = 0;  // delivered to the current shard actor
+    // The route's shard and setup fields are the running shard actor's: only this region
+    // writes them (under the lock), so it reads them without.
+    shard_route<M>* route = nullptr;
+    std::unique_ptr<shard_route<M>> own_route;  // for ids beyond the routes table
     bool stopping = false;
     std::deque<pending> buffer;  // arrived while the shard actor stops
   };
@@ -82,19 +85,29 @@ class region_actor final : public actor<region_message<M>> {
       // Checked twice per window: an idle entity stops between idle and 1.5 x idle.
       this->timers().start_periodic("passivation", passivation_tick{}, idle / 2);
     }
-    // The hot-key window: ids counted over the last 30 to 60 seconds.
-    this->timers().start_periodic("hot-keys", hot_keys_tick{}, std::chrono::seconds(30));
+  }
+
+  // Senders holding refs may outlive the region: they find every route shut.
+  void post_stop() override {
+    for (auto& [shard, entry] : shards_) {
+      std::lock_guard lock(entry.route->lock);
+      entry.route->open = false;
+      entry.route->shard = {};
+      entry.route->setup = {};
+    }
   }
 
   void receive(region_message<M>& msg) override {
     std::visit(overloaded{
                    [this](M& m) { route_extracting(m); },
                    [this](routed<M>& r) { route(r.entity_id, r.message); },
+                   [this](through_region<M>& t) {
+                     route_to(t.shard, t.entity_id, t.message, /*counted=*/true);
+                   },
                    [this](entity_stopped& s) {
                      policy_.entity_stopped(entity_key_view(s.shard, s.entity_id));
                    },
                    [this](passivation_tick&) { on_tick(); },
-                   [this](hot_keys_tick&) { hot_.rotate(); },
                    [this](get_region_state&) { this->context().reply(state()); },
                    [this](shard_idle& idle) { on_shard_idle(idle); },
                    [this](shard_query& q) { on_shard_query(q); },
@@ -129,8 +142,6 @@ class region_actor final : public actor<region_message<M>> {
     try {
       shard = setup_->extract_shard_id ? setup_->extract_shard_id(id)
                                        : shard_of(id, setup_->settings.num_shards);
-      if (setup_->extract_entity_message)
-        message = setup_->extract_entity_message(std::move(message));
     } catch (const std::exception& e) {
       reject(std::move(message), std::string("cannot route entity '") + id + "': " + e.what());
       return;
@@ -142,44 +153,65 @@ class region_actor final : public actor<region_message<M>> {
         passivate(victim);
       }
     }
-    // Sampled: counting every message costs more than routing it; 1 in 16 names a hot key
-    // just as well (and stamps the send time the shard's queue-wait figure samples).
-    time_point sent_at{};
-    if ((++sampled_ & 15U) == 0) {
-      hot_.record(id, 16);
-      sent_at = this->context().clock().now();
-    }
-    auto& entry = shards_[shard];
-    ++entry.messages;
+    route_to(shard, id, message, /*counted=*/false);
+  }
+
+  void route_to(shard_id shard, std::string& id, M& message, bool counted) {
+    auto& entry = entry_of(shard);
     if (entry.stopping) {
       if (buffered_ >= setup_->settings.buffer_size) {
+        if (counted) uncount(*entry.route);
         reject(std::move(message),
                "region buffer full while shard " + std::to_string(shard) + " stops");
         return;
       }
-      entry.buffer.push_back({std::move(id), std::move(message), this->context().sender()});
+      entry.buffer.push_back(
+          {std::move(id), std::move(message), this->context().sender(), counted});
       ++buffered_;
       return;
     }
-    send(shard, entry, std::move(id), std::move(message), this->context().sender(), sent_at);
+    // 1 in 16 carries its send time, which the shard's queue-wait figure samples.
+    time_point sent_at{};
+    if ((++sampled_ & 15U) == 0) sent_at = this->context().clock().now();
+    send(shard, entry, std::move(id), std::move(message), this->context().sender(), counted,
+         sent_at);
+  }
+
+  shard_entry& entry_of(shard_id shard) {
+    auto [it, added] = shards_.try_emplace(shard);
+    if (added) {
+      it->second.route = setup_->routes->at(shard);
+      if (it->second.route == nullptr) {
+        it->second.own_route = std::make_unique<shard_route<M>>();
+        it->second.route = it->second.own_route.get();
+      }
+    }
+    return it->second;
+  }
+
+  static void uncount(shard_route<M>& route) {
+    std::lock_guard lock(route.lock);
+    --route.via_region;
   }
 
   void send(shard_id shard, shard_entry& entry, std::string id, M message,
-            const untyped_ref& sender, time_point sent_at = {}) {
+            const untyped_ref& sender, bool counted, time_point sent_at = {}) {
     ensure_shard(shard, entry);
-    ++entry.sent_to_incarnation;
-    entry.setup->sent.store(entry.sent_to_incarnation, std::memory_order_relaxed);
     // Built in place in its envelope: id and message move once.
     auto* e = new troupe::detail::envelope<shard_message<M>>(
         std::in_place_type<deliver<M>>, std::move(id), std::move(message), sent_at);
     e->sender = sender.target_ptr();
-    entry.ref.target()->enqueue(e);
+    shard_route<M>& route = *entry.route;
+    std::lock_guard lock(route.lock);
+    // Queued before the count drops: a sender's next direct message lands behind it.
+    route.deliver_locked(e);
+    if (counted) --route.via_region;
   }
 
   /// Answers for a shard that has no running actor (it is empty), else asks the shard.
   void on_shard_query(shard_query& q) {
     auto it = shards_.find(q.shard);
-    if (it == shards_.end() || !it->second.ref || it->second.stopping) {
+    if (it == shards_.end() || !it->second.route->shard || it->second.stopping) {
       std::visit(
           overloaded{[this](get_entity_ids&) { this->context().reply(std::vector<std::string>{}); },
                      [this](get_shard_stats&) { this->context().reply(shard_stats{}); }},
@@ -187,43 +219,56 @@ class region_actor final : public actor<region_message<M>> {
       return;
     }
     const untyped_ref& sender = this->context().sender();
-    std::visit([&](auto& query) { it->second.ref.tell(query, sender); }, q.query);
+    std::visit([&](auto& query) { it->second.route->shard.tell(query, sender); }, q.query);
   }
 
-  /// Stops a shard that stood empty, unless a delivery may still be on its way to it.
+  /// Stops a shard that stood empty, unless a delivery may still be on its way to it. Its route
+  /// shuts first: from then on its messages come here and wait for the next shard actor.
   void on_shard_idle(const shard_idle& idle) {
     auto it = shards_.find(idle.shard);
-    if (it == shards_.end() || !it->second.ref || it->second.stopping) return;
-    if (it->second.sent_to_incarnation != idle.delivered) return;  // it got mail meanwhile
+    if (it == shards_.end() || !it->second.route->shard || it->second.stopping) return;
+    shard_route<M>& route = *it->second.route;
+    {
+      std::lock_guard lock(route.lock);
+      if (route.setup->sent.load(std::memory_order_relaxed) != idle.delivered) return;  // mail
+      route.open = false;
+    }
     it->second.stopping = true;
-    it->second.ref.tell(poison_pill{});
+    route.shard.tell(poison_pill{});
   }
 
   // Shards are the region's children: it hears of each stop without watching.
   void on_child_terminated(const untyped_ref& who) override {
     for (auto& [shard, entry] : shards_) {
-      if (entry.ref.target() != who.target()) continue;
+      if (entry.route->shard.target() != who.target()) continue;
       // The shard actor is gone; the region keeps owning the shard id. What arrived meanwhile
       // goes, in order, to a fresh shard actor (no coordinator round trip).
-      entry.ref = {};
-      entry.setup = {};
+      {
+        std::lock_guard lock(entry.route->lock);
+        entry.route->open = false;  // shut already, unless the shard actor failed
+        entry.route->shard = {};
+        entry.route->setup = {};
+      }
       entry.stopping = false;
-      entry.sent_to_incarnation = 0;
       std::deque<pending> buffer = std::move(entry.buffer);
       buffered_ -= buffer.size();
       for (auto& p : buffer) {
-        send(shard, entry, std::move(p.entity_id), std::move(p.message), p.sender);
+        send(shard, entry, std::move(p.entity_id), std::move(p.message), p.sender, p.counted);
       }
       return;
     }
   }
 
+  /// Starts the shard actor if none runs, and opens its route (unless the region must see every
+  /// message). Senders still wait for what is counted on the route to reach the new actor.
   void ensure_shard(shard_id shard, shard_entry& entry) {
-    if (!entry.ref) {
+    if (!entry.route->shard) {
       auto setup = std::make_shared<shard_setup<M>>();
       setup->home = troupe::detail::entity_home{setup_->settings.type_name, shard, setup_->gate};
       setup->id = shard;
       setup->spawn_entity = setup_->spawn_entity;
+      setup->extract_entity_id = setup_->extract_entity_id;
+      setup->extract_entity_message = setup_->extract_entity_message;
       setup->region = this->context().self_ref();
       setup->buffer_size = setup_->settings.buffer_size;
       if (keeps_order()) {  // the policy forgets stopped entities
@@ -236,16 +281,18 @@ class region_actor final : public actor<region_message<M>> {
       };
       setup->passivation_idle = setup_->settings.shard_passivation_idle;
       if (!keeps_order()) setup->entity_idle = setup_->settings.passivation_idle;
-      entry.setup = setup;
-      entry.ref =
-          this->context().template spawn<shard_actor<M>>(shard_child_name(shard), std::move(setup));
+      auto ref = this->context().template spawn<shard_actor<M>>(shard_child_name(shard), setup);
+      std::lock_guard lock(entry.route->lock);
+      entry.route->shard = std::move(ref);
+      entry.route->setup = std::move(setup);
+      entry.route->open = setup_->routes->direct();
     }
   }
 
   void passivate(const entity_key& key) {
     auto it = shards_.find(key.shard);
-    if (it == shards_.end() || !it->second.ref) return;
-    it->second.ref.tell(passivate_entity{key.id});
+    if (it == shards_.end() || !it->second.route->shard) return;
+    it->second.route->shard.tell(passivate_entity{key.id});
   }
 
   void on_tick() {
@@ -259,12 +306,14 @@ class region_actor final : public actor<region_message<M>> {
     for (const auto& [id, entry] : shards_) {
       shard_info info;
       info.id = id;
-      info.resident = static_cast<bool>(entry.ref) && !entry.stopping;
-      info.messages_processed = entry.messages;
+      info.resident = static_cast<bool>(entry.route->shard) && !entry.stopping;
+      {
+        std::lock_guard lock(entry.route->lock);
+        info.messages_processed = entry.route->messages;
+      }
       out.shards.push_back(info);
     }
     out.buffered = buffered_;
-    out.hottest = hot_.top(10);
     return out;
   }
 
@@ -277,7 +326,6 @@ class region_actor final : public actor<region_message<M>> {
 
   std::shared_ptr<const region_setup<M>> setup_;
   idle_and_lru_policy policy_;
-  hot_keys hot_;
   std::map<shard_id, shard_entry> shards_;  // ordered: introspection lists shards by id
   std::size_t buffered_ = 0;
   std::uint32_t sampled_ = 0;

@@ -8,6 +8,7 @@
 #include <troupe/core/supervision.hpp>
 #include <troupe/sharding/detail/id_hash.hpp>
 #include <troupe/sharding/entity_path.hpp>
+#include <troupe/sharding/hot_keys.hpp>
 #include <troupe/sharding/messages.hpp>
 #include <troupe/sharding/shard_stats.hpp>
 #include <troupe/sharding/sharding_options.hpp>
@@ -30,8 +31,9 @@ void dead_letter_from(actor_context& context, troupe::detail::envelope_base* mes
                       std::string reason);
 
 template <class M>
-using shard_message = std::variant<deliver<M>, passivate<M>, passivate_entity, get_entity_ids,
-                                   get_shard_stats, shard_idle_check, entity_idle_tick>;
+using shard_message =
+    std::variant<deliver<M>, passivate<M>, passivate_entity, get_entity_ids, get_shard_stats,
+                 shard_idle_check, entity_idle_tick, hot_keys_tick>;
 
 /// What a shard needs from its region.
 template <class M>
@@ -39,6 +41,10 @@ struct shard_setup {
   troupe::detail::entity_home home;  // every entity of the shard points at it
   shard_id id = 0;
   entity_spawner<M> spawn_entity;
+  /// Reads the id of a message that comes in the sender's own envelope (a direct delivery).
+  entity_id_extractor<M> extract_entity_id;
+  /// Applied here, just before the entity gets a message (null: none).
+  std::function<M(M)> extract_entity_message;
   std::function<void(const untyped_ref& region, entity_stopped)> report_stopped;
   std::function<void(const untyped_ref& region, shard_idle)> report_idle;
   /// How long the shard may stand empty before it asks to stop; 0 keeps it resident.
@@ -48,8 +54,8 @@ struct shard_setup {
   duration entity_idle{};
   untyped_ref region;
   std::size_t buffer_size = 100'000;
-  /// Deliveries the region has sent this shard actor: written by the region only, read by the
-  /// shard now and then to see how deep its mailbox is.
+  /// Deliveries sent to this shard actor, by the region or directly: written under the shard's
+  /// route lock, read by the shard now and then to see how deep its mailbox is.
   std::atomic<std::uint64_t> sent{0};
 };
 
@@ -58,8 +64,10 @@ inline const std::string& entity_id_of(const untyped_ref& entity) {
   return *static_cast<troupe::detail::actor_cell*>(entity.target())->entity_id();
 }
 
+/// Takes shard_message<M> (from its region, its timers and queries) and, from senders whose
+/// shard route is open, their own envelopes of M, which it passes on to the entity as they are.
 template <class M>
-class shard_actor final : public actor<shard_message<M>> {
+class shard_actor final : public basic_actor<shard_message<M>> {
  public:
   explicit shard_actor(std::shared_ptr<shard_setup<M>> setup) : setup_(std::move(setup)) {}
 
@@ -96,9 +104,20 @@ class shard_actor final : public actor<shard_message<M>> {
     return supervisor_strategy::stopping();
   }
 
-  void receive(shard_message<M>& msg) override {
+  bool handle(troupe::detail::envelope_base& e) override {
+    if (e.type() == typeid(M)) {
+      on_direct(*static_cast<M*>(e.payload()));
+    } else {
+      receive(*static_cast<shard_message<M>*>(e.payload()));
+    }
+    return false;
+  }
+
+  void receive(shard_message<M>& msg) {
     std::visit(overloaded{
-                   [this](deliver<M>& d) { on_deliver(d); },
+                   [this](deliver<M>& d) {
+                     deliver_to(d.entity_id, d.message, d.sent_at, /*pass_on=*/false);
+                   },
                    [this](passivate<M>& p) { on_passivate(p); },
                    [this](passivate_entity& p) { on_passivate_entity(p.entity_id); },
                    [this](shard_idle_check&) {
@@ -114,6 +133,7 @@ class shard_actor final : public actor<shard_message<M>> {
                    },
                    [this](get_shard_stats&) { this->context().reply(stats()); },
                    [this](entity_idle_tick&) { on_idle_tick(); },
+                   [this](hot_keys_tick&) { hot_.rotate(); },
                },
                msg);
   }
@@ -140,6 +160,8 @@ class shard_actor final : public actor<shard_message<M>> {
     if (setup_->entity_idle > duration::zero()) {
       this->timers().start_periodic("entity-idle", entity_idle_tick{}, setup_->entity_idle / 2);
     }
+    // The hot-key window: ids counted over the last 30 to 60 seconds.
+    this->timers().start_periodic("hot-keys", hot_keys_tick{}, std::chrono::seconds(30));
   }
 
   /// An empty shard asks its region, after its window, to be stopped.
@@ -153,50 +175,90 @@ class shard_actor final : public actor<shard_message<M>> {
     shard_stats out = stats_;
     out.messages_processed = delivered_;
     out.entity_count = entities_.size();
+    out.hottest = hot_.top(10);
     return out;
   }
 
-  void on_deliver(deliver<M>& d) {
+  /// A message in its sender's envelope: the id comes from the message.
+  void on_direct(M& message) {
+    std::string id;
+    try {
+      id = setup_->extract_entity_id(message);
+    } catch (const std::exception& e) {  // the sender's call did not throw: not a pure extractor
+      ++delivered_;
+      reject(std::move(message), this->context().sender(), errc::invalid_entity_id,
+             std::string("the entity-id extractor threw: ") + e.what());
+      return;
+    }
+    deliver_to(id, message, time_point{}, /*pass_on=*/true);
+  }
+
+  /// Hands `message` to entity `id`, starting it if none runs. `pass_on`: the message is in the
+  /// envelope being handled, which goes on to the entity as it is.
+  void deliver_to(const std::string& id, M& message, time_point sent_at, bool pass_on) {
     ++delivered_;
-    observe(d);
+    observe(id, sent_at);
     const untyped_ref& sender = this->context().sender();
-    auto it = entities_.find(std::string_view(d.entity_id));
+    if (setup_->extract_entity_message) {
+      try {
+        message = setup_->extract_entity_message(std::move(message));
+      } catch (const std::exception& e) {
+        reject(std::move(message), sender, errc::invalid_entity_id,
+               "cannot route entity '" + id + "': " + e.what());
+        return;
+      }
+    }
+    auto it = entities_.find(std::string_view(id));
     if (it != entities_.end()) {
       if (!stopping_.empty()) {
-        if (auto s = stopping_.find(d.entity_id); s != stopping_.end()) {
-          buffer(s->second, d.entity_id, std::move(d.message), sender);
+        if (auto s = stopping_.find(id); s != stopping_.end()) {
+          buffer(s->second, id, std::move(message), sender);
           return;
         }
       }
       it->second = epoch_;
-      it->first.tell(std::move(d.message), sender);
+      tell(it->first, message, sender, pass_on);
       return;
     }
-    start_and_tell(d.entity_id, std::move(d.message), sender, "started");
+    start_and_tell(id, message, sender, pass_on, "started");
   }
 
-  /// Samples how long deliveries wait in the mailbox and how many wait behind them.
-  void observe(const deliver<M>& d) {
-    if (d.sent_at != time_point{}) {
-      stats_.observe_queue_wait(this->context().clock().now() - d.sent_at);
+  /// The last step of a delivery: `sender` may live in the envelope passed on.
+  void tell(const actor_ref<M>& entity, M& message, const untyped_ref& sender, bool pass_on) {
+    if (pass_on) {
+      if (auto* e = this->context().cell().release_current()) {
+        entity.target()->enqueue(e);
+        return;
+      }
+    }
+    entity.tell(std::move(message), sender);
+  }
+
+  /// Samples how long deliveries wait in the mailbox, how many wait behind them, and which
+  /// ids are hot. 1 in 16: counting every message would cost more than delivering it.
+  void observe(const std::string& id, time_point sent_at) {
+    if (sent_at != time_point{}) {
+      stats_.observe_queue_wait(this->context().clock().now() - sent_at);
     }
     if ((delivered_ & 15U) == 0) {
       const std::uint64_t sent = setup_->sent.load(std::memory_order_relaxed);
       stats_.observe_mailbox_depth(sent > delivered_ ? sent - delivered_ : 0);
+      hot_.record(id, 16);
     }
   }
 
   void buffer(std::vector<pending>& to, const std::string& id, M message,
               const untyped_ref& sender) {
     if (buffered_ >= setup_->buffer_size) {
-      reject(std::move(message), sender, "shard buffer full while entity '" + id + "' stops");
+      reject(std::move(message), sender, errc::mailbox_full,
+             "shard buffer full while entity '" + id + "' stops");
       return;
     }
     to.push_back({std::move(message), sender});
     ++buffered_;
   }
 
-  void start_and_tell(const std::string& id, M message, const untyped_ref& sender,
+  void start_and_tell(const std::string& id, M& message, const untyped_ref& sender, bool pass_on,
                       const char* what) {
     std::optional<actor_ref<M>> ref;
     try {
@@ -207,11 +269,11 @@ class shard_actor final : public actor<shard_message<M>> {
       ref = setup_->spawn_entity(this->context(), std::move(options));
     } catch (const std::exception& e) {
       this->context().log().error("cannot start entity '{}': {}", id, e.what());
-      reject(std::move(message), sender,
+      reject(std::move(message), sender, errc::mailbox_full,
              std::string("entity '") + id + "' could not be " + what + ": " + e.what());
       return;
     }
-    ref->tell(std::move(message), sender);
+    tell(*ref, message, sender, pass_on);
     entities_.emplace(std::move(*ref), epoch_);
   }
 
@@ -259,16 +321,16 @@ class shard_actor final : public actor<shard_message<M>> {
       if (next != entities_.end()) {
         next->first.tell(std::move(p.message), p.sender);
       } else {
-        start_and_tell(id, std::move(p.message), p.sender, "restarted");
+        start_and_tell(id, p.message, p.sender, /*pass_on=*/false, "restarted");
       }
     }
     if (entities_.empty()) arm_idle_check();
   }
 
-  void reject(M message, const untyped_ref& sender, std::string reason) {
+  void reject(M message, const untyped_ref& sender, errc code, std::string reason) {
     auto* e = new troupe::detail::envelope<M>(std::move(message));
     e->sender = sender.target_ptr();
-    dead_letter_from(this->context(), e, errc::mailbox_full, std::move(reason));
+    dead_letter_from(this->context(), e, code, std::move(reason));
   }
 
   std::shared_ptr<shard_setup<M>> setup_;
@@ -281,6 +343,7 @@ class shard_actor final : public actor<shard_message<M>> {
   std::size_t buffered_ = 0;
   std::uint64_t delivered_ = 0;
   shard_stats stats_;
+  hot_keys hot_{16};
 };
 
 }  // namespace troupe::sharding::detail
