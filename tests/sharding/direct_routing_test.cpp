@@ -1,7 +1,8 @@
 // ctest-labels: concurrency
-// Senders hand messages straight to entities through the entity directory. Several threads send
-// to the same ids while the entities keep passivating and starting again: every message arrives
-// once, in the order its sender sent it, across incarnations.
+// Senders hand messages straight to running shard actors along the shards' routes, or through
+// the region while a route is shut. Several threads send to the same ids while entities and
+// shards keep stopping and starting again: every message arrives once, in the order its sender
+// sent it, whichever way each one went.
 #include <troupe/core/actor_system.hpp>
 #include <troupe/sharding/cluster_sharding.hpp>
 
@@ -91,6 +92,106 @@ TEST(DirectRouting, SendersOnManyThreadsKeepTheirOrderAcrossIncarnations) {
     }
   }
   EXPECT_EQ(book.seen(), senders * per_sender);
+  EXPECT_EQ(book.out_of_order, 0);
+}
+
+/// Waits (with a deadline) until `book` has seen `count` messages.
+void await_seen(ledger& book, int count) {
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (book.seen() < count && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+}
+
+// Shards stand empty for 1 ms before they stop: between bursts their routes shut, messages wait
+// in the region for the next shard actor, and the routes open again. Each sender alternates
+// between the region ref (its envelope goes on as it is) and entity refs (a delivery carrying
+// the id): one order per sender across both.
+TEST(DirectRouting, OrderHoldsWhileShardsStopAndStartBetweenBursts) {
+  constexpr int senders = 3;
+  constexpr int bursts = 30;
+  constexpr int per_burst = 200;
+  constexpr int ids = 20;
+  ledger book;
+  {
+    troupe::actor_system system(troupe::system_config{}.with_workers(2));
+    auto& sharding = cluster_sharding::get(system);
+    auto region = sharding.start(sharding_options<numbered>::create()
+                                     .with_type_name("restless")
+                                     .with_entity<restless>(&book)
+                                     .with_extract_entity_id([](const numbered& n) { return n.id; })
+                                     .with_num_shards(4)
+                                     .with_passivation_idle(1ms)
+                                     .with_shard_passivation_idle(1ms));
+    std::vector<troupe::actor_ref<numbered>> entities;
+    for (int i = 0; i < ids; ++i) {
+      entities.push_back(sharding.entity_ref_for<numbered>("restless", "e" + std::to_string(i)));
+    }
+    std::vector<std::thread> threads;
+    for (int s = 0; s < senders; ++s) {
+      threads.emplace_back([&, s] {
+        int sent = 0;
+        for (int b = 0; b < bursts; ++b) {
+          for (int i = 0; i < per_burst; ++i, ++sent) {
+            const int id = sent % ids;
+            numbered n{"e" + std::to_string(id), s, sent / ids};
+            if ((sent / ids) % 2 == 0) {
+              region.tell(std::move(n));
+            } else {
+              entities[static_cast<std::size_t>(id)].tell(std::move(n));
+            }
+          }
+          std::this_thread::sleep_for(5ms);  // long enough for idle entities and shards to stop
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    await_seen(book, senders * bursts * per_burst);
+    // Shards do stop here (once the last burst is over, all of them).
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    bool resident = true;
+    while (resident && std::chrono::steady_clock::now() < deadline) {
+      resident = false;
+      for (const auto& info : sharding.shards("restless")) resident = resident || info.resident;
+      std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_FALSE(resident);
+  }
+  EXPECT_EQ(book.seen(), senders * bursts * per_burst);
+  EXPECT_EQ(book.out_of_order, 0);
+}
+
+// Custom shard ids, one of them beyond number-of-shards: such a shard has no route, and its
+// messages keep going through the region, in order.
+TEST(DirectRouting, CustomShardIdsBeyondTheShardCountGoThroughTheRegion) {
+  constexpr int per_id = 2'000;
+  ledger book;
+  {
+    troupe::actor_system system(troupe::system_config{}.with_workers(2));
+    auto& sharding = cluster_sharding::get(system);
+    auto region = sharding.start(
+        sharding_options<numbered>::create()
+            .with_type_name("restless")
+            .with_entity<restless>(&book)
+            .with_extract_entity_id([](const numbered& n) { return n.id; })
+            .with_num_shards(4)
+            .with_extract_shard_id([](const std::string& id) -> troupe::sharding::shard_id {
+              return id == "far" ? 1'000 : 2;
+            }));
+    std::thread other([&region] {
+      for (int i = 0; i < per_id; ++i) region.tell(numbered{"near", 1, i});
+    });
+    for (int i = 0; i < per_id; ++i) region.tell(numbered{"far", 0, i});
+    other.join();
+    await_seen(book, 2 * per_id);
+    std::vector<troupe::sharding::shard_id> started;
+    for (const auto& info : sharding.shards("restless")) {
+      started.push_back(info.id);
+      EXPECT_EQ(info.messages_processed, static_cast<std::uint64_t>(per_id));
+    }
+    EXPECT_EQ(started, (std::vector<troupe::sharding::shard_id>{2, 1'000}));
+  }
+  EXPECT_EQ(book.seen(), 2 * per_id);
   EXPECT_EQ(book.out_of_order, 0);
 }
 
