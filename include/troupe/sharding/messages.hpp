@@ -70,12 +70,15 @@ struct routed {
   M message;
 };
 
-/// Sender to region: a message for a shard whose direct route was closed, counted on that
-/// route until the region passes it on (shard_routes.hpp).
-template <class M>
-struct through_region {
+/// Sender to region: start this shard (its route holds messages for it; shard_routes.hpp).
+struct start_shard {
   shard_id shard = 0;
-  std::string entity_id;
+};
+/// Sender to region: a message the shard's route could not hold (it holds buffer-size already),
+/// for the region to reject.
+template <class M>
+struct route_full {
+  shard_id shard = 0;
   M message;
 };
 

@@ -1,9 +1,10 @@
 #pragma once
-/// INTERNAL. A region: one per sharded type on this node. Owns its shards: spawns each on
-/// demand, opens its direct route (shard_routes.hpp) while it runs, and routes what senders could
-/// not deliver directly: the first messages of a shard, those arriving while it stops (buffered,
-/// replayed in order to the next shard actor), and, with an LRU limit, every message (it then
-/// decides passivation for the whole node, seeing all traffic).
+/// INTERNAL. A region: one per sharded type on this node. Owns its shards: starts each when its
+/// route asks (shard_routes.hpp: senders deliver along it on their own threads), stops it when
+/// it stands empty, and starts the next one when messages wait for it. It routes messages
+/// itself only where no route serves: with an LRU limit (it then sees every message and decides
+/// passivation for the whole node) and for custom shard ids beyond the shard count; what
+/// arrives for a stopping shard it buffers and replays, in order, to the next shard actor.
 
 #include <troupe/core/actor.hpp>
 #include <troupe/core/concurrency_gate.hpp>
@@ -33,7 +34,7 @@ struct shard_query {
 };
 
 template <class M>
-using region_message = std::variant<M, routed<M>, through_region<M>, entity_stopped,
+using region_message = std::variant<M, routed<M>, start_shard, route_full<M>, entity_stopped,
                                     passivation_tick, get_region_state, shard_idle, shard_query>;
 
 /// Everything a region runs with.
@@ -63,7 +64,6 @@ class region_actor final : public actor<region_message<M>> {
     std::string entity_id;
     M message;
     untyped_ref sender;
-    bool counted;  // on the route's via_region
   };
   struct shard_entry {
     // The route's shard and setup fields are the running shard actor's: only this region
@@ -87,13 +87,28 @@ class region_actor final : public actor<region_message<M>> {
     }
   }
 
-  // Senders holding refs may outlive the region: they find every route shut.
+  // Senders holding refs may outlive the region: they find every route closed (and send here,
+  // to dead letters); what routes held goes to dead letters now.
   void post_stop() override {
+    auto close = [this](shard_id, shard_route<M>& route) {
+      troupe::detail::mpsc_node* held = nullptr;
+      {
+        std::lock_guard lock(route.lock);
+        route.state = route_state::closed;
+        route.shard = {};
+        route.setup = {};
+        held = route.take_held_locked();
+      }
+      while (held != nullptr) {
+        auto* e = static_cast<troupe::detail::envelope_base*>(held);
+        held = e->next.load(std::memory_order_relaxed);
+        dead_letter_from(this->context(), e, errc::mailbox_full,
+                         "region " + setup_->settings.type_name + " stopped");
+      }
+    };
+    setup_->routes->for_each(close);
     for (auto& [shard, entry] : shards_) {
-      std::lock_guard lock(entry.route->lock);
-      entry.route->open = false;
-      entry.route->shard = {};
-      entry.route->setup = {};
+      if (entry.own_route) close(shard, *entry.own_route);
     }
   }
 
@@ -101,8 +116,12 @@ class region_actor final : public actor<region_message<M>> {
     std::visit(overloaded{
                    [this](M& m) { route_extracting(m); },
                    [this](routed<M>& r) { route(r.entity_id, r.message); },
-                   [this](through_region<M>& t) {
-                     route_to(t.shard, t.entity_id, t.message, /*counted=*/true);
+                   [this](start_shard& s) { on_start_shard(s.shard); },
+                   [this](route_full<M>& f) {
+                     reject(std::move(f.message),
+                            "shard " + std::to_string(f.shard) +
+                                " holds buffer-size messages already while it starts or stops",
+                            errc::mailbox_full);
                    },
                    [this](entity_stopped& s) {
                      policy_.entity_stopped(entity_key_view(s.shard, s.entity_id));
@@ -153,28 +172,29 @@ class region_actor final : public actor<region_message<M>> {
         passivate(victim);
       }
     }
-    route_to(shard, id, message, /*counted=*/false);
-  }
-
-  void route_to(shard_id shard, std::string& id, M& message, bool counted) {
     auto& entry = entry_of(shard);
     if (entry.stopping) {
       if (buffered_ >= setup_->settings.buffer_size) {
-        if (counted) uncount(*entry.route);
         reject(std::move(message),
-               "region buffer full while shard " + std::to_string(shard) + " stops");
+               "region buffer full while shard " + std::to_string(shard) + " stops",
+               errc::mailbox_full);
         return;
       }
-      entry.buffer.push_back(
-          {std::move(id), std::move(message), this->context().sender(), counted});
+      entry.buffer.push_back({std::move(id), std::move(message), this->context().sender()});
       ++buffered_;
       return;
     }
     // 1 in 16 carries its send time, which the shard's queue-wait figure samples.
     time_point sent_at{};
     if ((++sampled_ & 15U) == 0) sent_at = this->context().clock().now();
-    send(shard, entry, std::move(id), std::move(message), this->context().sender(), counted,
-         sent_at);
+    send(shard, entry, std::move(id), std::move(message), this->context().sender(), sent_at);
+  }
+
+  /// A route holds messages for a shard with no actor: start one (unless the current one is
+  /// still stopping: the next starts when it is gone).
+  void on_start_shard(shard_id shard) {
+    auto& entry = entry_of(shard);
+    if (!entry.stopping) ensure_shard(shard, entry);
   }
 
   shard_entry& entry_of(shard_id shard) {
@@ -189,13 +209,8 @@ class region_actor final : public actor<region_message<M>> {
     return it->second;
   }
 
-  static void uncount(shard_route<M>& route) {
-    std::lock_guard lock(route.lock);
-    --route.via_region;
-  }
-
   void send(shard_id shard, shard_entry& entry, std::string id, M message,
-            const untyped_ref& sender, bool counted, time_point sent_at = {}) {
+            const untyped_ref& sender, time_point sent_at = {}) {
     ensure_shard(shard, entry);
     // Built in place in its envelope: id and message move once.
     auto* e = new troupe::detail::envelope<shard_message<M>>(
@@ -203,9 +218,7 @@ class region_actor final : public actor<region_message<M>> {
     e->sender = sender.target_ptr();
     shard_route<M>& route = *entry.route;
     std::lock_guard lock(route.lock);
-    // Queued before the count drops: a sender's next direct message lands behind it.
     route.deliver_locked(e);
-    if (counted) --route.via_region;
   }
 
   /// Answers for a shard that has no running actor (it is empty), else asks the shard.
@@ -223,7 +236,7 @@ class region_actor final : public actor<region_message<M>> {
   }
 
   /// Stops a shard that stood empty, unless a delivery may still be on its way to it. Its route
-  /// shuts first: from then on its messages come here and wait for the next shard actor.
+  /// shuts first: from then on it holds messages for the next shard actor.
   void on_shard_idle(const shard_idle& idle) {
     auto it = shards_.find(idle.shard);
     if (it == shards_.end() || !it->second.route->shard || it->second.stopping) return;
@@ -231,7 +244,7 @@ class region_actor final : public actor<region_message<M>> {
     {
       std::lock_guard lock(route.lock);
       if (route.setup->sent.load(std::memory_order_relaxed) != idle.delivered) return;  // mail
-      route.open = false;
+      route.state = route_state::stopping;
     }
     it->second.stopping = true;
     route.shard.tell(poison_pill{});
@@ -243,24 +256,30 @@ class region_actor final : public actor<region_message<M>> {
       if (entry.route->shard.target() != who.target()) continue;
       // The shard actor is gone; the region keeps owning the shard id. What arrived meanwhile
       // goes, in order, to a fresh shard actor (no coordinator round trip).
+      bool held = false;
       {
         std::lock_guard lock(entry.route->lock);
-        entry.route->open = false;  // shut already, unless the shard actor failed
         entry.route->shard = {};
         entry.route->setup = {};
+        held = entry.route->held > 0;
+        // Senders keep holding while the next actor starts; with nothing held they ask again.
+        if (entry.route->state != route_state::closed) {
+          entry.route->state = held ? route_state::starting : route_state::idle;
+        }
       }
       entry.stopping = false;
       std::deque<pending> buffer = std::move(entry.buffer);
       buffered_ -= buffer.size();
+      if (held) ensure_shard(shard, entry);
       for (auto& p : buffer) {
-        send(shard, entry, std::move(p.entity_id), std::move(p.message), p.sender, p.counted);
+        send(shard, entry, std::move(p.entity_id), std::move(p.message), p.sender);
       }
       return;
     }
   }
 
-  /// Starts the shard actor if none runs, and opens its route (unless the region must see every
-  /// message). Senders still wait for what is counted on the route to reach the new actor.
+  /// Starts the shard actor if none runs and opens its route (unless the region must see every
+  /// message), moving what the route held into the new actor's mailbox first.
   void ensure_shard(shard_id shard, shard_entry& entry) {
     if (!entry.route->shard) {
       auto setup = std::make_shared<shard_setup<M>>();
@@ -285,7 +304,10 @@ class region_actor final : public actor<region_message<M>> {
       std::lock_guard lock(entry.route->lock);
       entry.route->shard = std::move(ref);
       entry.route->setup = std::move(setup);
-      entry.route->open = setup_->routes->direct();
+      if (setup_->routes->direct() && entry.route->state != route_state::closed) {
+        entry.route->release_held_locked();
+        entry.route->state = route_state::open;
+      }
     }
   }
 
@@ -310,17 +332,18 @@ class region_actor final : public actor<region_message<M>> {
       {
         std::lock_guard lock(entry.route->lock);
         info.messages_processed = entry.route->messages;
+        out.buffered += entry.route->held;
       }
       out.shards.push_back(info);
     }
-    out.buffered = buffered_;
+    out.buffered += buffered_;
     return out;
   }
 
-  void reject(M message, std::string reason) {
+  void reject(M message, std::string reason, errc code = errc::invalid_entity_id) {
     auto* e = new troupe::detail::envelope<M>(std::move(message));
     e->sender = this->context().sender().target_ptr();
-    dead_letter_from(this->context(), e, errc::invalid_entity_id,
+    dead_letter_from(this->context(), e, code,
                      "region " + setup_->settings.type_name + ": " + std::move(reason));
   }
 

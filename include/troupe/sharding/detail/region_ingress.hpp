@@ -96,10 +96,10 @@ class region_ingress final : public region_forwarder {
     }
   }
 
-  /// Sends `message` (in `e`, or moved out of it) along its shard's route: straight to the
-  /// shard actor when the route is open, else through the region, counted on the route. Takes
-  /// `e` and returns true, unless the id or shard cannot be read here (the region then rejects
-  /// the message, saying why) or has no route.
+  /// Sends `message` (in `e`, or moved out of it) along its shard's route: into the shard
+  /// actor's mailbox when the route is open, else held in the route until the region has started
+  /// the actor. Takes `e` and returns true, unless the id or shard cannot be read here (the
+  /// region then rejects the message, saying why), the shard has no route, or the region is gone.
   bool deliver_or_detour(M& message, troupe::detail::envelope_base* e) {
     std::string id;
     shard_id shard = 0;
@@ -120,26 +120,64 @@ class region_ingress final : public region_forwarder {
     if (route == nullptr) return false;
     // The shard reads the id from a message in its own envelope; else it needs a delivery.
     const bool as_is = e->payload() == &message;
-    std::unique_ptr<troupe::detail::envelope_base> owned(e);  // taken: the caller must not free it
+    std::unique_ptr<troupe::detail::envelope_base> out(
+        as_is ? e : delivery(std::move(id), message, *e, time_point{}));
+    if (!as_is) delete e;
+    // From here on `e` is ours: whatever fails, the caller must not touch it.
     try {
-      std::lock_guard lock(route->lock);
-      if (route->open && route->via_region == 0) {
-        if ((++route->sampled & 15U) == 0) {  // carries its send time for the queue-wait figure
-          route->deliver_locked(
-              delivery(std::move(id), message, *owned, setup_->routes->clock().now()));
-        } else if (as_is) {
-          route->deliver_locked(owned.release());
-        } else {
-          route->deliver_locked(delivery(std::move(id), message, *owned, time_point{}));
+      bool ask_start = false;
+      bool closed = false;
+      {
+        std::lock_guard lock(route->lock);
+        switch (route->state) {
+          case route_state::open:
+            if ((++route->sampled & 15U) == 0) stamp(out, id);  // for the queue-wait figure
+            route->deliver_locked(out.release());
+            return true;
+          case route_state::idle:
+            route->state = route_state::starting;
+            ask_start = true;
+            route->hold_locked(out.release());
+            break;
+          case route_state::starting:
+          case route_state::stopping:
+            if (route->held < setup_->settings.buffer_size) route->hold_locked(out.release());
+            break;
+          case route_state::closed:
+            closed = true;
+            break;
         }
-        return true;
       }
-      ++route->via_region;
+      if (ask_start) {
+        tell_region(start_shard{shard});
+      } else if (out) {  // the route is full (the region rejects it) or the region is gone
+        M& payload = payload_of(*out);
+        auto* r = closed ? new region_envelope(std::in_place_index<0>, std::move(payload))
+                         : new region_envelope(std::in_place_type<route_full<M>>,
+                                               route_full<M>{shard, std::move(payload)});
+        r->sender = std::move(out->sender);
+        region().target()->enqueue(r);
+      }
     } catch (...) {
-      return true;  // out of memory making the delivery: the message is lost
+      // Out of memory: the message is lost.
     }
-    detour(*route, shard, std::move(id), message, *owned);
     return true;
+  }
+
+  /// Turns the sender's envelope into a delivery that carries its send time (1 in 16).
+  void stamp(std::unique_ptr<troupe::detail::envelope_base>& out, std::string& id) {
+    const time_point now = setup_->routes->clock().now();
+    if (out->type() == typeid(M)) {
+      out.reset(delivery(std::move(id), payload_of(*out), *out, now));
+    } else {
+      std::get<deliver<M>>(static_cast<shard_envelope&>(*out).value).sent_at = now;
+    }
+  }
+
+  /// The message in `e`: the sender's own envelope of M, or a delivery.
+  static M& payload_of(troupe::detail::envelope_base& e) {
+    if (e.type() == typeid(M)) return *static_cast<M*>(e.payload());
+    return std::get<deliver<M>>(static_cast<shard_envelope&>(e).value).message;
   }
 
   static shard_envelope* delivery(std::string id, M& message, troupe::detail::envelope_base& e,
@@ -150,18 +188,9 @@ class region_ingress final : public region_forwarder {
     return d;
   }
 
-  /// Hands a message for a shut route to the region, which passes it on and uncounts it.
-  void detour(shard_route<M>& route, shard_id shard, std::string id, M& message,
-              troupe::detail::envelope_base& e) noexcept {
-    try {
-      auto* r = new region_envelope(std::in_place_type<through_region<M>>,
-                                    through_region<M>{shard, std::move(id), std::move(message)});
-      r->sender = std::move(e.sender);
-      region().target()->enqueue(r);
-    } catch (...) {
-      std::lock_guard lock(route.lock);  // out of memory: lost, but must not shut the route
-      --route.via_region;
-    }
+  template <class T>
+  void tell_region(T message) {
+    region().target()->enqueue(new region_envelope(std::in_place_type<T>, std::move(message)));
   }
 
   std::shared_ptr<const region_setup<M>> setup_;

@@ -1,14 +1,14 @@
 #pragma once
-/// INTERNAL. The routes by which senders deliver straight to a running shard actor, skipping the
-/// region actor: one serial hop, one envelope and one actor turn per message fewer.
+/// INTERNAL. The routes by which senders deliver straight to a shard actor on their own thread,
+/// without the region actor: no serial hop, envelope or actor turn of the region per message.
 ///
-/// A route is open while its shard actor runs and no message for that shard is on its way
-/// through the region. A sender that finds it closed sends through the region and counts the
-/// message on the route (`via_region`), which keeps the route shut to everybody until the
-/// region has passed the message on: so each sender's messages reach the shard in the order it
-/// sent them, whichever way each one took. Only the region opens and closes routes: it opens one
-/// when it starts the shard actor, and closes it before stopping the actor, which it does only
-/// when every delivery counted on the route has arrived (nothing direct is still in flight).
+/// A route is open while its shard actor runs: senders queue into the actor's mailbox. While no
+/// actor runs (not started yet, or stopping), senders hold their messages in the route, in
+/// arrival order; the first to find the route idle asks the region to start the shard. The
+/// region starts the actor and, under the route's lock, moves what was held into its mailbox and
+/// opens the route: every held message lands ahead of any direct one, so each sender's messages
+/// keep their order. The region stops a shard actor only after shutting its route when every
+/// delivery sent to it has arrived (none is still on its way).
 
 #include <troupe/core/actor_ref.hpp>
 #include <troupe/core/clock.hpp>
@@ -18,6 +18,7 @@
 #include <troupe/sharding/shard_id.hpp>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -25,21 +26,33 @@
 
 namespace troupe::sharding::detail {
 
+enum class route_state : std::uint8_t {
+  idle,      // no shard actor; nothing held
+  starting,  // no shard actor; the region has been asked to start one
+  open,      // the shard actor runs: deliver to it directly
+  stopping,  // the shard actor is on its way out; the region starts the next one
+  closed,    // the region has stopped: send to it (it dead-letters)
+};
+
 /// One shard id's route; every field is guarded by `lock`.
 template <class M>
 struct shard_route {
   troupe::detail::spinlock lock;
+  route_state state = route_state::idle;
   /// The running shard actor (null: none) and its setup, whose `sent` counts what it was sent.
   actor_ref<shard_message<M>> shard;
   std::shared_ptr<shard_setup<M>> setup;
-  /// Senders may deliver to `shard` directly.
-  bool open = false;
-  /// Messages for this shard that went through the region and are still there.
-  std::uint32_t via_region = 0;
   /// Deliveries to this shard id, over all its shard actors (introspection).
   std::uint64_t messages = 0;
   /// Picks 1 direct delivery in 16 to carry its send time (the shard's queue-wait sample).
   std::uint32_t sampled = 0;
+  /// Messages held while no shard actor runs, oldest first, linked through their queue nodes.
+  std::size_t held = 0;
+
+  shard_route() = default;
+  shard_route(const shard_route&) = delete;
+  shard_route& operator=(const shard_route&) = delete;
+  ~shard_route() { drop_held(); }
 
   /// Counts a delivery (a shard_message<M>, or the sender's own envelope of M) to the running
   /// shard actor and queues it there. Under the lock: the region cannot stop the actor meanwhile.
@@ -48,15 +61,58 @@ struct shard_route {
     setup->sent.store(setup->sent.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     shard.target()->enqueue(e);
   }
+
+  /// Holds `e` behind what is held already.
+  void hold_locked(troupe::detail::envelope_base* e) noexcept {
+    e->next.store(nullptr, std::memory_order_relaxed);
+    if (held_tail_ == nullptr) {
+      held_head_ = e;
+    } else {
+      held_tail_->next.store(e, std::memory_order_relaxed);
+    }
+    held_tail_ = e;
+    ++held;
+  }
+
+  /// Moves everything held, in order, into the running shard actor's mailbox.
+  void release_held_locked() noexcept {
+    while (held_head_ != nullptr) {
+      auto* e = static_cast<troupe::detail::envelope_base*>(held_head_);
+      held_head_ = e->next.load(std::memory_order_relaxed);
+      deliver_locked(e);
+    }
+    held_tail_ = nullptr;
+    held = 0;
+  }
+
+  /// Takes everything held out of the route (the region is gone; the caller disposes of it).
+  troupe::detail::mpsc_node* take_held_locked() noexcept {
+    troupe::detail::mpsc_node* head = std::exchange(held_head_, nullptr);
+    held_tail_ = nullptr;
+    held = 0;
+    return head;
+  }
+
+ private:
+  void drop_held() noexcept {
+    for (auto* n = take_held_locked(); n != nullptr;) {
+      auto* e = static_cast<troupe::detail::envelope_base*>(n);
+      n = e->next.load(std::memory_order_relaxed);
+      delete e;
+    }
+  }
+
+  troupe::detail::mpsc_node* held_head_ = nullptr;
+  troupe::detail::mpsc_node* held_tail_ = nullptr;
 };
 
-/// The routes of one region, made on first use and kept for the region's lifetime (senders
-/// holding refs may outlive it: a route is then closed and they go to the dead region).
+/// The routes of one region, made on first use and kept as long as a ref to the region is
+/// (senders holding refs may outlive the region: its routes are then closed).
 template <class M>
 class shard_routes {
  public:
-  /// Routes for shard ids below `count`; `direct` false keeps every route closed (with an LRU
-  /// limit the region must see every message).
+  /// Routes for shard ids below `count`; `direct` false keeps every route out of use (with an
+  /// LRU limit the region must see every message).
   shard_routes(std::uint32_t count, bool direct, troupe::clock& clock)
       : routes_(new std::atomic<shard_route<M>*>[count]),
         count_(count),
@@ -82,6 +138,14 @@ class shard_routes {
       return made.release();
     }
     return route;  // another thread made it first
+  }
+
+  /// Calls `f(shard_id, shard_route<M>&)` for every route made so far.
+  template <class F>
+  void for_each(F&& f) {
+    for (std::uint32_t i = 0; i < count_; ++i) {
+      if (auto* route = routes_[i].load(std::memory_order_acquire)) f(shard_id{i}, *route);
+    }
   }
 
   [[nodiscard]] bool direct() const noexcept { return direct_; }
