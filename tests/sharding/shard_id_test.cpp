@@ -27,6 +27,16 @@ TEST(ShardOf, IsZlibCrc32ModuloTheShardCount) {
   EXPECT_EQ(shard_of("order/2024/17", 0xFFFFFFFFU), 362377987U);
 }
 
+TEST(ShardOf, ShortAndLongIdsHashTheSame) {
+  // Ids up to 64 bytes take a byte loop, longer ones zlib's word loop: both are CRC-32.
+  EXPECT_EQ(shard_of(std::string(64, 'x'), 0xFFFFFFFFU), 986885138U);
+  EXPECT_EQ(shard_of(std::string(65, 'x'), 0xFFFFFFFFU), 2136978791U);
+  EXPECT_EQ(shard_of(std::string(63, 'k') + "\xC3\xA9", 0xFFFFFFFFU), 1580746851U);
+  std::string device = "device-";
+  for (int i = 0; i < 7; ++i) device += "0123456789";
+  EXPECT_EQ(shard_of(device, 0xFFFFFFFFU), 3195820687U);
+}
+
 TEST(ShardOf, HashesTheUtf8BytesOfNonAsciiIds) {
   EXPECT_EQ(shard_of("caf\xC3\xA9", 64), 53U);  // "café"
   EXPECT_EQ(shard_of("caf\xC3\xA9", 1000), 637U);
