@@ -124,7 +124,8 @@ std::string json_line(const measurement& m) {
        ",\"hot_max_batch\":" + std::to_string(hot.max_batch) +
        ",\"hot_wait_p50_us\":" + num(percentile(hot.waits_us, 0.5)) +
        ",\"hot_wait_p99_us\":" + num(percentile(hot.waits_us, 0.99)) +
-       ",\"hot_step_p50_us\":" + num(percentile(hot.steps_us, 0.5)) +
+       ",\"hot_step_p50_us\":" + num(percentile(hot.steps_us, 0.5)) + ",\"hot_steps_total_us\":" +
+       num(std::accumulate(hot.steps_us.begin(), hot.steps_us.end(), 0.0)) +
        ",\"hot_timer_late_p50_us\":" + num(percentile(hot.lateness_us, 0.5));
   if (!m.last.shard_loads.empty()) {
     // Troupe's introspection after the last run: messages per shard id, and the hottest ids.
@@ -165,13 +166,14 @@ void print_details(const measurement& m) {
       hot.batches ? static_cast<double>(hot.messages) / static_cast<double>(hot.batches) : 0;
   std::printf(
       "  %s (%lld msgs, %.1f%% of all): %lld batches, mean size %.1f, max %lld; "
-      "queue wait p50 %s, p99 %s; serial step p50 %.0f us (timer late by %.0f); run %s, of it "
-      "sending %s (last run)\n",
+      "queue wait p50 %s, p99 %s; serial step p50 %.0f us (timer late by %.0f), all steps %s; "
+      "run %s, of it sending %s (last run)\n",
       m.hot_unit.c_str(), static_cast<long long>(m.hot_unit_messages),
       100.0 * static_cast<double>(m.hot_unit_messages) / static_cast<double>(m.spec.messages),
       static_cast<long long>(hot.batches), mean_batch, static_cast<long long>(hot.max_batch),
       micros(percentile(hot.waits_us, 0.5)).c_str(), micros(percentile(hot.waits_us, 0.99)).c_str(),
       percentile(hot.steps_us, 0.5), percentile(hot.lateness_us, 0.5),
+      micros(std::accumulate(hot.steps_us.begin(), hot.steps_us.end(), 0.0)).c_str(),
       micros(m.last.total_s * 1e6).c_str(), micros(m.last.send_s * 1e6).c_str());
   if (m.config.how != mode::entities || m.last.shard_loads.empty()) return;
 

@@ -56,8 +56,9 @@ struct region_state {
   std::string type_name;
   std::uint32_t num_shards = 0;
   std::vector<shard_info> shards;
+  /// Messages waiting for a shard actor to start (held in its route, or in the region's buffer).
   std::size_t buffered = 0;
-  /// Hottest entity ids of the recent window, hottest first.
+  /// Hottest entity ids of the recent window, hottest first (merged from the running shards).
   std::vector<std::pair<std::string, std::uint64_t>> hottest;
 };
 
