@@ -83,4 +83,27 @@ TEST(ShardRoutes, HoldAtMostBufferSizeWhileTheShardStartsAndRejectTheRestWithARe
   EXPECT_EQ(out.expect_message(), 7);
 }
 
+TEST(ShardRoutes, KeepDeliveringInOrderAfterTheRegionRestarts) {
+  troupe::actor_system system(manual());
+  test_probe<int> out(system, "out");
+  auto noters = cluster_sharding::get(system).start(
+      sharding_options<note>::create()
+          .with_type_name("noter")
+          .with_entity<noter>(out.ref())
+          .with_extract_entity_id([](const note& n) {
+            if (n.id == "boom") throw 42;  // not a std::exception: the region itself fails
+            return n.id;
+          })
+          .with_num_shards(1));
+  noters.tell(note{"a", 1});
+  system.run_until_idle();
+  EXPECT_EQ(out.expect_message(), 1);
+  noters.tell(note{"boom", 2});  // restarts the region, which stops its shards
+  system.run_until_idle();
+  for (int i = 3; i < 6; ++i) noters.tell(note{"a", i});
+  system.run_until_idle();
+  for (int i = 3; i < 6; ++i) EXPECT_EQ(out.expect_message(), i);
+  EXPECT_EQ(cluster_sharding::get(system).shards("noter").size(), 1U);
+}
+
 }  // namespace

@@ -85,6 +85,12 @@ class region_actor final : public actor<region_message<M>> {
       // Checked twice per window: an idle entity stops between idle and 1.5 x idle.
       this->timers().start_periodic("passivation", passivation_tick{}, idle / 2);
     }
+    // After a restart (post_stop closed every route, and the shards stopped with the old
+    // instance) the routes serve again, from scratch.
+    setup_->routes->for_each([](shard_id, shard_route<M>& route) {
+      std::lock_guard lock(route.lock);
+      if (route.state == route_state::closed) route.state = route_state::idle;
+    });
   }
 
   // Senders holding refs may outlive the region: they find every route closed (and send here,

@@ -114,8 +114,8 @@ class region_ingress final : public region_forwarder {
       shard = setup_->extract_shard_id ? setup_->extract_shard_id(id)
                                        : shard_of(id, setup_->settings.num_shards);
       route = setup_->routes->at(shard);
-    } catch (const std::exception&) {
-      return false;
+    } catch (...) {
+      return false;  // the region calls the extractor again and handles what it throws
     }
     if (route == nullptr) return false;
     // The shard reads the id from a message in its own envelope; else it needs a delivery.
