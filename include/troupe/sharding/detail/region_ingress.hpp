@@ -76,14 +76,14 @@ class region_ingress final : public region_forwarder {
     try {
       if (setup_->routes->direct() && !entity_id_ &&
           e->kind == troupe::detail::envelope_kind::user && e->type() == typeid(M)) {
-        if (deliver_or_detour(*static_cast<M*>(e->payload()), e)) return;
+        if (send_along_route(*static_cast<M*>(e->payload()), e)) return;
       }
       auto message = troupe::detail::convert_payload<M>(*e);
       if (!message) {
         region().target()->enqueue_any(e);  // the region dead-letters what it cannot take
         return;
       }
-      if (setup_->routes->direct() && deliver_or_detour(*message, e)) return;
+      if (setup_->routes->direct() && send_along_route(*message, e)) return;
       // To the region as it came: it extracts again and rejects with the reason.
       auto* wrapped = entity_id_ ? new region_envelope(std::in_place_type<routed<M>>,
                                                        routed<M>{*entity_id_, std::move(*message)})
@@ -100,7 +100,7 @@ class region_ingress final : public region_forwarder {
   /// actor's mailbox when the route is open, else held in the route until the region has started
   /// the actor. Takes `e` and returns true, unless the id or shard cannot be read here (the
   /// region then rejects the message, saying why), the shard has no route, or the region is gone.
-  bool deliver_or_detour(M& message, troupe::detail::envelope_base* e) {
+  bool send_along_route(M& message, troupe::detail::envelope_base* e) {
     std::string id;
     shard_id shard = 0;
     shard_route<M>* route = nullptr;
