@@ -110,7 +110,8 @@ int main(int argc, char** argv) {
       app.add_option("--batch", o.config.batch, "messages per awaited write (0: off)")
           ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20)),
       app.add_option("--max-concurrent", o.config.max_concurrent,
-                     "units inside their I/O at once (0: unlimited; shard-actors only for now)")
+                     "units inside their I/O at once (0: unlimited; entities: the region's "
+                     "with_max_concurrent)")
           ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20)),
   };
   const std::map<std::string, bool> timers = {{"sleep_for", false}, {"asio", true}};

@@ -146,9 +146,6 @@ std::string json_line(const measurement& m) {
   }
   if (c.asio_timer) j += ",\"timer\":\"asio\"";
   if (c.warm) j += ",\"warm\":true";
-  if (c.how == mode::entities && c.max_concurrent > 0) {
-    j += ",\"note\":\"max_concurrent is not applied in entities mode yet\"";
-  }
   if (!m.error.empty()) {
     std::string escaped;
     for (const char ch : m.error) {
