@@ -105,12 +105,10 @@ class region_actor final : public actor<region_message<M>> {
         route.setup = {};
         held = route.take_held_locked();
       }
-      while (held != nullptr) {
-        auto* e = static_cast<troupe::detail::envelope_base*>(held);
-        held = e->next.load(std::memory_order_relaxed);
+      shard_route<M>::for_each(held, [this](troupe::detail::envelope_base* e) {
         dead_letter_from(this->context(), e, errc::mailbox_full,
                          "region " + setup_->settings.type_name + " stopped");
-      }
+      });
     };
     setup_->routes->for_each(close);
     for (auto& [shard, entry] : shards_) {

@@ -74,16 +74,17 @@ class region_ingress final : public region_forwarder {
   // itself (a region ref: the extractor): no copy and no allocation on the way to the entity.
   void forward(troupe::detail::envelope_base* e) noexcept override {
     try {
-      if (setup_->routes->direct() && !entity_id_ &&
-          e->kind == troupe::detail::envelope_kind::user && e->type() == typeid(M)) {
-        if (send_along_route(*static_cast<M*>(e->payload()), e)) return;
-      }
+      const bool direct = setup_->routes->direct();
+      const bool as_is = direct && !entity_id_ && e->kind == troupe::detail::envelope_kind::user &&
+                         e->type() == typeid(M);
+      if (as_is && send_along_route(*static_cast<M*>(e->payload()), e)) return;
       auto message = troupe::detail::convert_payload<M>(*e);
       if (!message) {
         region().target()->enqueue_any(e);  // the region dead-letters what it cannot take
         return;
       }
-      if (setup_->routes->direct() && send_along_route(*message, e)) return;
+      // A message that failed to go as it is would fail again here: only the rest try.
+      if (direct && !as_is && send_along_route(*message, e)) return;
       // To the region as it came: it extracts again and rejects with the reason.
       auto* wrapped = entity_id_ ? new region_envelope(std::in_place_type<routed<M>>,
                                                        routed<M>{*entity_id_, std::move(*message)})

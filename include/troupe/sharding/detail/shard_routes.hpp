@@ -76,16 +76,10 @@ struct shard_route {
 
   /// Moves everything held, in order, into the running shard actor's mailbox.
   void release_held_locked() noexcept {
-    while (held_head_ != nullptr) {
-      auto* e = static_cast<troupe::detail::envelope_base*>(held_head_);
-      held_head_ = e->next.load(std::memory_order_relaxed);
-      deliver_locked(e);
-    }
-    held_tail_ = nullptr;
-    held = 0;
+    for_each(take_held_locked(), [this](troupe::detail::envelope_base* e) { deliver_locked(e); });
   }
 
-  /// Takes everything held out of the route (the region is gone; the caller disposes of it).
+  /// Takes everything held out of the route, oldest first (walk it with for_each).
   troupe::detail::mpsc_node* take_held_locked() noexcept {
     troupe::detail::mpsc_node* head = std::exchange(held_head_, nullptr);
     held_tail_ = nullptr;
@@ -93,13 +87,20 @@ struct shard_route {
     return head;
   }
 
+  /// Calls `f` on each envelope of a list take_held_locked() returned, in order; `f` may queue
+  /// or free it.
+  template <class F>
+  static void for_each(troupe::detail::mpsc_node* head, F&& f) {
+    while (head != nullptr) {
+      auto* e = static_cast<troupe::detail::envelope_base*>(head);
+      head = e->next.load(std::memory_order_relaxed);
+      f(e);
+    }
+  }
+
  private:
   void drop_held() noexcept {
-    for (auto* n = take_held_locked(); n != nullptr;) {
-      auto* e = static_cast<troupe::detail::envelope_base*>(n);
-      n = e->next.load(std::memory_order_relaxed);
-      delete e;
-    }
+    for_each(take_held_locked(), [](troupe::detail::envelope_base* e) { delete e; });
   }
 
   troupe::detail::mpsc_node* held_head_ = nullptr;
