@@ -30,6 +30,10 @@ constexpr auto spin_budget = std::chrono::microseconds(50);
 // An idle worker whose next timer is this close spins to it instead of parking: waking from a
 // timed wait costs ~30 us on this kind of VM, which a 1 ms sleep would pay every time.
 constexpr auto timer_spin_window = std::chrono::microseconds(120);
+// A worker fires another's timers between its own turns once they are this late; it looks
+// every this many passes of its loop.
+constexpr auto overdue_timer_grace = std::chrono::microseconds(50);
+constexpr std::uint32_t overdue_check_interval = 8;
 // Local timer ids: the top bit, the worker's index, 24 bits of the slot's generation, the slot.
 constexpr unsigned local_timer_generation_bits = 24;
 constexpr std::size_t max_local_timer_workers = 128;
@@ -55,6 +59,8 @@ struct scheduler::worker {
   std::size_t index = 0;
   actor_cell* next_slot = nullptr;  // only the worker's own thread touches it
   int next_streak = 0;
+  std::uint32_t passes = 0;    // of the loop, for the look at other workers' timers
+  bool firing_timers = false;  // inside run_timers_due_by() on this thread
   spinlock lock;
   std::deque<actor_cell*> local;
   std::atomic<std::size_t> local_size{0};
@@ -77,6 +83,11 @@ struct scheduler::worker {
                    std::memory_order_relaxed);
   }
 
+  void push_local_front(actor_cell* c) noexcept {
+    std::lock_guard g(lock);
+    local.push_front(c);
+    local_size.store(local.size(), std::memory_order_relaxed);
+  }
   void push_local(actor_cell* c) noexcept {
     std::lock_guard g(lock);
     local.push_back(c);
@@ -153,11 +164,17 @@ void scheduler::schedule(actor_cell* cell) noexcept {
   cell->add_ref();
   worker* w = tls_worker;
   if (w != nullptr && w->owner == this && !stopping_.load(std::memory_order_relaxed)) {
-    // The woken actor runs next on this core; the one it displaces becomes stealable.
+    // The woken actor runs next on this core; the one it displaces becomes stealable. A timer's
+    // completion (a handler resuming from its await) displaces it to the front, not the back:
+    // finishing what was begun goes first, and neither waits behind the whole backlog.
     actor_cell* displaced = w->next_slot;
     w->next_slot = cell;
     if (displaced != nullptr) {
-      w->push_local(displaced);
+      if (w->firing_timers) {
+        w->push_local_front(displaced);
+      } else {
+        w->push_local(displaced);
+      }
       notify_one();
     }
     return;
@@ -265,7 +282,10 @@ bool scheduler::cancel_local_timer(timer_id id) noexcept {
 
 bool scheduler::run_due_timers(worker& w, bool steal) noexcept {
   if (w.timer_count.load(std::memory_order_relaxed) == 0) return false;
-  const time_point now = std::chrono::steady_clock::now();
+  return run_timers_due_by(w, std::chrono::steady_clock::now(), steal);
+}
+
+bool scheduler::run_timers_due_by(worker& w, time_point now, bool steal) noexcept {
   // Checked on every pass of the worker loop: nothing due costs no lock.
   if (now.time_since_epoch().count() < w.next_due.load(std::memory_order_relaxed)) return false;
   bool fired = false;
@@ -283,7 +303,11 @@ bool scheduler::run_due_timers(worker& w, bool steal) noexcept {
       fn = std::move(*due);
       w.timers_changed();
     }
+    // What the callback schedules lands on this thread's worker (the thief's, when stealing).
+    worker* self = tls_worker;
+    if (self != nullptr) self->firing_timers = true;
     fn();
+    if (self != nullptr) self->firing_timers = false;
     fired = true;
   }
 }
@@ -294,6 +318,20 @@ bool scheduler::steal_due_timers(worker& thief) noexcept {
     if (other.get() != &thief) fired = run_due_timers(*other, true) || fired;
   }
   return fired;
+}
+
+void scheduler::run_timers_between_turns(worker& w) noexcept {
+  run_due_timers(w, false);
+  // Now and then, another worker's timers overdue by more than the grace: that worker is inside
+  // a long turn, or the OS has taken its core (threads outnumber cores). Not on every pass:
+  // their queue's cache lines change with every timer, and reading them costs a miss.
+  if (++w.passes % overdue_check_interval != 0) return;
+  const std::size_t n = workers_.size();
+  for (std::size_t i = 1; i < n; ++i) {
+    worker& other = *workers_[(w.index + i) % n];
+    if (other.timer_count.load(std::memory_order_relaxed) == 0) continue;
+    run_timers_due_by(other, std::chrono::steady_clock::now() - overdue_timer_grace, true);
+  }
 }
 
 actor_cell* scheduler::find_work(worker& w) noexcept {
@@ -351,7 +389,7 @@ void scheduler::run_worker(worker& w) {
   ::pthread_setname_np(::pthread_self(), thread_name.c_str());
   while (!stopping_.load(std::memory_order_relaxed)) {
     // Due timers first: each completion lands in this worker's next slot.
-    run_due_timers(w, false);
+    run_timers_between_turns(w);
     actor_cell* cell = nullptr;
     if (w.next_slot != nullptr && w.next_streak < max_next_slot_streak) {
       cell = w.next_slot;

@@ -58,6 +58,10 @@ class scheduler {
   void park(worker& w);
   // Fires `w`'s due timers on this thread; `steal` only tries the lock (another worker's).
   bool run_due_timers(worker& w, bool steal) noexcept;
+  // Fires those of `w`'s timers due by `now`.
+  bool run_timers_due_by(worker& w, time_point now, bool steal) noexcept;
+  // Between turns: this worker's due timers, and other workers' overdue ones.
+  void run_timers_between_turns(worker& w) noexcept;
   // Another worker's due timers, when this one has nothing else to do.
   bool steal_due_timers(worker& thief) noexcept;
   // Whether `w`'s earliest timer falls due within the spin window after `now`.

@@ -14,6 +14,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -402,6 +403,70 @@ TEST(CoroutineActor, SleepsOnWorkerTimersNeverEndEarlyAndAllEndWhileAWorkerIsBus
   for (int i = 0; i < 50 * 4; ++i) {
     EXPECT_GE(took.expect_message(troupe::testkit::dilated(5s)), 2'000);
   }
+}
+
+/// Keeps its worker in short turns: re-sends itself a message until `done` or the deadline.
+class self_pinger final : public troupe::actor<int> {
+ public:
+  self_pinger(const std::atomic<bool>* done, std::chrono::steady_clock::time_point deadline)
+      : done_(done), deadline_(deadline) {}
+
+ private:
+  void receive(int& n) override {
+    if (!done_->load() && std::chrono::steady_clock::now() < deadline_) self().tell(n + 1);
+  }
+  const std::atomic<bool>* done_;
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+/// Holds its worker in one turn until `done` or the deadline; reports whether `done` came.
+class turn_holder final : public troupe::actor<int> {
+ public:
+  turn_holder(const std::atomic<bool>* done, std::chrono::steady_clock::time_point deadline,
+              troupe::actor_ref<bool> out)
+      : done_(done), deadline_(deadline), out_(std::move(out)) {}
+
+ private:
+  void receive(int& /*unused*/) override {
+    while (!done_->load() && std::chrono::steady_clock::now() < deadline_) {
+    }
+    out_.tell(done_->load());
+  }
+  const std::atomic<bool>* done_;
+  std::chrono::steady_clock::time_point deadline_;
+  troupe::actor_ref<bool> out_;
+};
+
+/// Wakes `holder` (which then runs next on this worker), sleeps 1 ms, then sets `done`.
+class sleep_then_release final : public troupe::async_actor<int> {
+ public:
+  sleep_then_release(std::atomic<bool>* done, troupe::actor_ref<int> holder)
+      : done_(done), holder_(std::move(holder)) {}
+
+ private:
+  boost::asio::awaitable<void> receive(int /*unused*/) override {
+    holder_.tell(0);
+    co_await troupe::sleep_for(1ms);
+    done_->store(true);
+  }
+  std::atomic<bool>* done_;
+  troupe::actor_ref<int> holder_;
+};
+
+TEST(CoroutineActor, ASleepOnAWorkerHeldByALongTurnEndsWhileTheOtherWorkerIsBusyToo) {
+  // The sleep's timer is on the worker the holder then keeps; the other worker never idles (the
+  // pinger's turns follow one another), so only a look at overdue timers between its turns can
+  // end the sleep. Without it, the holder would keep its worker until the deadline.
+  troupe::actor_system system(troupe::system_config{}.with_workers(2));
+  test_probe<bool> released(system, "released");
+  std::atomic<bool> done{false};
+  const auto deadline = std::chrono::steady_clock::now() + troupe::testkit::dilated(10s);
+  auto pinger = system.spawn<self_pinger>("pinger", &done, deadline);
+  pinger.tell(0);
+  auto holder = system.spawn<turn_holder>("holder", &done, deadline, released.ref());
+  auto sleeper = system.spawn<sleep_then_release>("sleeper", &done, holder);
+  sleeper.tell(0);
+  EXPECT_TRUE(released.expect_message(troupe::testkit::dilated(20s)));
 }
 
 }  // namespace
