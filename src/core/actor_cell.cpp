@@ -332,7 +332,7 @@ void actor_cell::post(system_message* m) noexcept {
   send_system(m);
 }
 
-void actor_cell::schedule() noexcept { system_.sched().schedule(this); }
+void actor_cell::schedule(bool mid_way) noexcept { system_.sched().schedule(this, mid_way); }
 
 void actor_cell::dead_letter(envelope_base* e, std::error_code code, std::string reason) noexcept {
   system_.dead_letters().publish(e, path(), code, std::move(reason));
@@ -359,12 +359,15 @@ void actor_cell::run_turn() noexcept {
   } else {
     const std::uint32_t budget = system_.throughput();
     std::uint32_t n = 0;
+    bool full_batch = false;
     for (; n < budget && user_messages_allowed(); ++n) {
       const std::size_t batch_cap = actor_ != nullptr ? actor_->batch_cap() : 0;
       if (batch_cap > 1) {
         const std::size_t taken = run_batch(batch_cap);
         if (taken == 0) break;
         n += static_cast<std::uint32_t>(taken - 1);
+        full_batch = taken >= batch_cap;
+        if (async_in_flight_) mailbox_.warm(batch_cap);
       } else {
         envelope_base* e = next_user_envelope();
         if (e == nullptr) break;
@@ -374,6 +377,9 @@ void actor_cell::run_turn() noexcept {
       if (system_inbox_.load(std::memory_order_relaxed) != nullptr) process_system_messages();
     }
     if (n > 0 && actor_ != nullptr && phase_ == phase::running) actor_->turn_ended(n);
+    // It stopped at its budget or took a full batch: a backlog is waiting (a busy shard, a
+    // hot key), and its next turn keeps its place in line.
+    busy_ = n >= budget || full_batch;
   }
   run_local_posts();
   release_turn();
@@ -392,7 +398,7 @@ void actor_cell::release_turn() noexcept {
   std::uint32_t s = state_.load(std::memory_order_seq_cst);
   while ((s & scheduled) == 0) {
     if (state_.compare_exchange_weak(s, s | scheduled, std::memory_order_seq_cst)) {
-      schedule();
+      schedule(busy_);
       return;
     }
   }

@@ -34,6 +34,10 @@ constexpr auto timer_spin_window = std::chrono::microseconds(120);
 // every this many passes of its loop.
 constexpr auto overdue_timer_grace = std::chrono::microseconds(50);
 constexpr std::uint32_t overdue_check_interval = 8;
+// Every this many passes a worker takes from the global queue before its own: actors woken by
+// threads that are no workers (a producer's tells wake shards) would otherwise wait as long as
+// the workers' own queues never run dry.
+constexpr std::uint32_t global_queue_interval = 61;
 // Local timer ids: the top bit, the worker's index, 24 bits of the slot's generation, the slot.
 constexpr unsigned local_timer_generation_bits = 24;
 constexpr std::size_t max_local_timer_workers = 128;
@@ -58,8 +62,9 @@ struct scheduler::worker {
   scheduler* owner = nullptr;
   std::size_t index = 0;
   actor_cell* next_slot = nullptr;  // only the worker's own thread touches it
+  bool next_continues = false;      // next_slot's actor is mid-way (see schedule())
   int next_streak = 0;
-  std::uint32_t passes = 0;    // of the loop, for the look at other workers' timers
+  std::uint32_t passes = 0;    // of the loop: now and then it looks at shared queues
   bool firing_timers = false;  // inside run_timers_due_by() on this thread
   spinlock lock;
   std::deque<actor_cell*> local;
@@ -106,7 +111,7 @@ struct scheduler::worker {
 
 namespace {
 thread_local scheduler::worker* tls_worker = nullptr;  // NOLINT
-}
+}  // namespace
 
 scheduler::scheduler(std::size_t workers, std::string name) : name_(std::move(name)) {
   for (std::size_t i = 0; i < workers; ++i) {
@@ -160,17 +165,21 @@ void scheduler::run_cell(actor_cell* cell) noexcept {
   cell->release();
 }
 
-void scheduler::schedule(actor_cell* cell) noexcept {
+void scheduler::schedule(actor_cell* cell, bool mid_way) noexcept {
   cell->add_ref();
   worker* w = tls_worker;
   if (w != nullptr && w->owner == this && !stopping_.load(std::memory_order_relaxed)) {
-    // The woken actor runs next on this core; the one it displaces becomes stealable. A timer's
-    // completion (a handler resuming from its await) displaces it to the front, not the back:
-    // finishing what was begun goes first, and neither waits behind the whole backlog.
+    // The woken actor runs next on this core; the one it displaces becomes stealable. A
+    // displaced actor that is mid-way (a timer resumes its handler, or its turn stopped at the
+    // budget or a full batch: a busy shard, a hot key) goes to the front: at the back it would
+    // wait behind the whole backlog, and a hot key's serial chain with it. Others take their
+    // turn at the back.
     actor_cell* displaced = w->next_slot;
+    const bool displaced_continues = w->next_continues;
     w->next_slot = cell;
+    w->next_continues = w->firing_timers || mid_way;
     if (displaced != nullptr) {
-      if (w->firing_timers) {
+      if (displaced_continues) {
         w->push_local_front(displaced);
       } else {
         w->push_local(displaced);
@@ -325,7 +334,7 @@ void scheduler::run_timers_between_turns(worker& w) noexcept {
   // Now and then, another worker's timers overdue by more than the grace: that worker is inside
   // a long turn, or the OS has taken its core (threads outnumber cores). Not on every pass:
   // their queue's cache lines change with every timer, and reading them costs a miss.
-  if (++w.passes % overdue_check_interval != 0) return;
+  if (w.passes % overdue_check_interval != 0) return;
   const std::size_t n = workers_.size();
   for (std::size_t i = 1; i < n; ++i) {
     worker& other = *workers_[(w.index + i) % n];
@@ -389,8 +398,14 @@ void scheduler::run_worker(worker& w) {
   ::pthread_setname_np(::pthread_self(), thread_name.c_str());
   while (!stopping_.load(std::memory_order_relaxed)) {
     // Due timers first: each completion lands in this worker's next slot.
+    ++w.passes;
     run_timers_between_turns(w);
-    actor_cell* cell = nullptr;
+    // Now and then the global queue goes first (the next slot keeps its actor meanwhile).
+    actor_cell* cell = w.passes % global_queue_interval == 0 ? pop_global() : nullptr;
+    if (cell != nullptr) {
+      run_cell(cell);
+      continue;
+    }
     if (w.next_slot != nullptr && w.next_streak < max_next_slot_streak) {
       cell = w.next_slot;
       w.next_slot = nullptr;

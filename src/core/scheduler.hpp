@@ -29,8 +29,9 @@ class scheduler {
   scheduler& operator=(const scheduler&) = delete;
 
   /// Queues a cell whose `scheduled` bit the caller just set. After shutdown, runs the turn
-  /// inline (dead cells draining their mail).
-  void schedule(actor_cell* cell) noexcept;
+  /// inline (dead cells draining their mail). `mid_way`: the cell's own turn just ended with a
+  /// backlog left; pushed out of a worker's next slot, it keeps its place in line.
+  void schedule(actor_cell* cell, bool mid_way = false) noexcept;
   /// Wakes a parked worker, if no worker is awake, so that work about to arrive (a timer's
   /// completion) finds one spinning.
   void wake_one() noexcept { notify_one(); }

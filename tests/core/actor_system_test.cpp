@@ -191,6 +191,51 @@ TEST(ActorSystem, TwoWorkersRunTwoActorsAtTheSameTime) {
   EXPECT_TRUE(probe.expect_message(dilated(10s)));
 }
 
+/// Re-sends itself a message until `stop` is set or the deadline passes: keeps a worker busy.
+class busy_loop final : public troupe::actor<int> {
+ public:
+  busy_loop(const std::atomic<bool>* stop, std::chrono::steady_clock::time_point deadline)
+      : stop_(stop), deadline_(deadline) {}
+
+ private:
+  void receive(int& n) override {
+    if (!stop_->load() && std::chrono::steady_clock::now() < deadline_) self().tell(n + 1);
+  }
+  const std::atomic<bool>* stop_;
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+/// Sets `stop` and reports whether it ran before the deadline.
+class stop_setter final : public troupe::actor<int> {
+ public:
+  stop_setter(std::atomic<bool>* stop, std::chrono::steady_clock::time_point deadline,
+              actor_ref<bool> out)
+      : stop_(stop), deadline_(deadline), out_(std::move(out)) {}
+
+ private:
+  void receive(int& /*unused*/) override {
+    out_.tell(std::chrono::steady_clock::now() < deadline_);
+    stop_->store(true);
+  }
+  std::atomic<bool>* stop_;
+  std::chrono::steady_clock::time_point deadline_;
+  actor_ref<bool> out_;
+};
+
+TEST(ActorSystem, AnActorWokenFromOutsideRunsWhileEveryWorkerStaysBusy) {
+  // A tell from a thread that is no worker queues the actor globally; workers whose own queues
+  // never run dry must still take from there now and then, or it would wait for the deadline.
+  actor_system system(system_config{}.with_workers(2));
+  test_probe<bool> probe(system);
+  std::atomic<bool> stop{false};
+  const auto deadline = std::chrono::steady_clock::now() + dilated(10s);
+  for (int i = 0; i < 4; ++i) {
+    system.spawn<busy_loop>("loop" + std::to_string(i), &stop, deadline).tell(0);
+  }
+  system.spawn<stop_setter>("stopper", &stop, deadline, probe.ref()).tell(0);
+  EXPECT_TRUE(probe.expect_message(dilated(20s)));
+}
+
 // -- graceful shutdown ------------------------------------------------------------------------
 
 /// Spawns the given children, each with one "-leaf" child, and journals its path in post_stop.

@@ -150,7 +150,8 @@ class actor_cell : public actor_target {
  private:
   enum class phase : std::uint8_t { starting, running, failed, terminating, dead };
 
-  void schedule() noexcept;
+  // `mid_way`: the turn that just ended left a backlog (see scheduler::schedule).
+  void schedule(bool mid_way = false) noexcept;
   void push_user(envelope_base* e) noexcept;
   std::error_code enqueue_bounded(envelope_base* e) noexcept;
   void admit_waiters() noexcept;
@@ -193,6 +194,7 @@ class actor_cell : public actor_target {
   bool children_closed_ = false;  // no more spawns: we are stopping (guarded by children lock)
   bool unindexed_name_ = false;   // not in the parent's name index (unique by construction)
   bool bounded_ = false;          // ext_->bounded exists (set before the cell is shared)
+  bool busy_ = false;             // the last turn stopped at its budget or took a full batch
   mpsc_queue mailbox_;
   std::atomic<system_message*> system_inbox_{nullptr};
   system_impl& system_;

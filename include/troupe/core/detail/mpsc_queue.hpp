@@ -3,6 +3,7 @@
 /// no allocation, wait-free for producers.
 
 #include <atomic>
+#include <cstddef>
 
 namespace troupe::detail {
 
@@ -50,6 +51,17 @@ class mpsc_queue {
       return head;
     }
     return nullptr;
+  }
+
+  /// Consumer-side: reads ahead through the next `n` queued nodes (no pop) so that they are
+  /// in cache when popped. A batch handler that awaits I/O calls this after it suspends: the
+  /// next batch's cache misses then overlap the wait instead of delaying the batch.
+  void warm(std::size_t n) const noexcept {
+    const mpsc_node* node = head_;
+    for (std::size_t i = 0; i < n && node != nullptr; ++i) {
+      __builtin_prefetch(reinterpret_cast<const char*>(node) + 64);
+      node = node->next.load(std::memory_order_acquire);
+    }
   }
 
   /// Consumer-side: true when nothing is queued and no push is in progress.
