@@ -5,6 +5,8 @@
 #include <troupe/testkit/log_capture.hpp>
 #include <troupe/testkit/test_probe.hpp>
 
+#include "core/busy_loop.hpp"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <spdlog/logger.h>
@@ -191,20 +193,6 @@ TEST(ActorSystem, TwoWorkersRunTwoActorsAtTheSameTime) {
   EXPECT_TRUE(probe.expect_message(dilated(10s)));
 }
 
-/// Re-sends itself a message until `stop` is set or the deadline passes: keeps a worker busy.
-class busy_loop final : public troupe::actor<int> {
- public:
-  busy_loop(const std::atomic<bool>* stop, std::chrono::steady_clock::time_point deadline)
-      : stop_(stop), deadline_(deadline) {}
-
- private:
-  void receive(int& n) override {
-    if (!stop_->load() && std::chrono::steady_clock::now() < deadline_) self().tell(n + 1);
-  }
-  const std::atomic<bool>* stop_;
-  std::chrono::steady_clock::time_point deadline_;
-};
-
 /// Sets `stop` and reports whether it ran before the deadline.
 class stop_setter final : public troupe::actor<int> {
  public:
@@ -230,7 +218,7 @@ TEST(ActorSystem, AnActorWokenFromOutsideRunsWhileEveryWorkerStaysBusy) {
   std::atomic<bool> stop{false};
   const auto deadline = std::chrono::steady_clock::now() + dilated(10s);
   for (int i = 0; i < 4; ++i) {
-    system.spawn<busy_loop>("loop" + std::to_string(i), &stop, deadline).tell(0);
+    system.spawn<troupe::test::busy_loop>("loop" + std::to_string(i), &stop, deadline).tell(0);
   }
   system.spawn<stop_setter>("stopper", &stop, deadline, probe.ref()).tell(0);
   EXPECT_TRUE(probe.expect_message(dilated(20s)));

@@ -7,6 +7,8 @@
 #include <troupe/testkit/deterministic.hpp>
 #include <troupe/testkit/test_probe.hpp>
 
+#include "core/busy_loop.hpp"
+
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -405,20 +407,6 @@ TEST(CoroutineActor, SleepsOnWorkerTimersNeverEndEarlyAndAllEndWhileAWorkerIsBus
   }
 }
 
-/// Keeps its worker in short turns: re-sends itself a message until `done` or the deadline.
-class self_pinger final : public troupe::actor<int> {
- public:
-  self_pinger(const std::atomic<bool>* done, std::chrono::steady_clock::time_point deadline)
-      : done_(done), deadline_(deadline) {}
-
- private:
-  void receive(int& n) override {
-    if (!done_->load() && std::chrono::steady_clock::now() < deadline_) self().tell(n + 1);
-  }
-  const std::atomic<bool>* done_;
-  std::chrono::steady_clock::time_point deadline_;
-};
-
 /// Holds its worker in one turn until `done` or the deadline; reports whether `done` came.
 class turn_holder final : public troupe::actor<int> {
  public:
@@ -461,7 +449,7 @@ TEST(CoroutineActor, ASleepOnAWorkerHeldByALongTurnEndsWhileTheOtherWorkerIsBusy
   test_probe<bool> released(system, "released");
   std::atomic<bool> done{false};
   const auto deadline = std::chrono::steady_clock::now() + troupe::testkit::dilated(10s);
-  auto pinger = system.spawn<self_pinger>("pinger", &done, deadline);
+  auto pinger = system.spawn<troupe::test::busy_loop>("pinger", &done, deadline);
   pinger.tell(0);
   auto holder = system.spawn<turn_holder>("holder", &done, deadline, released.ref());
   auto sleeper = system.spawn<sleep_then_release>("sleeper", &done, holder);
