@@ -7,7 +7,9 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <optional>
 
 namespace troupe::detail {
@@ -34,6 +36,9 @@ constexpr auto timer_spin_window = std::chrono::microseconds(120);
 // every this many passes of its loop.
 constexpr auto overdue_timer_grace = std::chrono::microseconds(50);
 constexpr std::uint32_t overdue_check_interval = 8;
+// Every this many pops while actors wait in front of a worker's queue, the oldest one behind them
+// goes first instead.
+constexpr std::uint32_t back_turn_interval = 32;
 // Every this many passes a worker takes from the global queue before its own: actors woken by
 // threads that are no workers (a producer's tells wake shards) would otherwise wait as long as
 // the workers' own queues never run dry.
@@ -69,6 +74,10 @@ struct scheduler::worker {
   spinlock lock;
   std::deque<actor_cell*> local;
   std::atomic<std::size_t> local_size{0};
+  // Under `lock`: how many of `local`'s first actors were put in front, and pops taken from
+  // those (every back_turn_interval-th goes to the back's oldest instead).
+  std::size_t ahead = 0;
+  std::uint32_t pops_ahead = 0;
   std::mutex park_mutex;
   std::condition_variable park_cv;
   bool parked = false;
@@ -91,6 +100,7 @@ struct scheduler::worker {
   void push_local_front(actor_cell* c) noexcept {
     std::lock_guard g(lock);
     local.push_front(c);
+    ++ahead;
     local_size.store(local.size(), std::memory_order_relaxed);
   }
   void push_local(actor_cell* c) noexcept {
@@ -102,8 +112,13 @@ struct scheduler::worker {
     if (local_size.load(std::memory_order_relaxed) == 0) return nullptr;
     std::lock_guard g(lock);
     if (local.empty()) return nullptr;
-    actor_cell* c = local.front();
-    local.pop_front();
+    // Now and then the oldest actor that queued at the back goes first, so that actors put in
+    // front (mid-way, see schedule()) cannot hold back the rest for ever.
+    std::size_t at = 0;
+    if (ahead > 0 && ahead < local.size() && ++pops_ahead % back_turn_interval == 0) at = ahead;
+    actor_cell* c = local[at];
+    local.erase(local.begin() + static_cast<std::ptrdiff_t>(at));
+    if (at == 0 && ahead > 0) --ahead;
     local_size.store(local.size(), std::memory_order_relaxed);
     return c;
   }
@@ -249,6 +264,7 @@ actor_cell* scheduler::steal(worker& thief) noexcept {
         taken.push_back(victim.local.back());
         victim.local.pop_back();
       }
+      victim.ahead = std::min(victim.ahead, victim.local.size());
       victim.local_size.store(victim.local.size(), std::memory_order_relaxed);
     }
     if (taken.empty()) continue;

@@ -457,4 +457,68 @@ TEST(CoroutineActor, ASleepOnAWorkerHeldByALongTurnEndsWhileTheOtherWorkerIsBusy
   EXPECT_TRUE(released.expect_message(troupe::testkit::dilated(20s)));
 }
 
+/// Awaits short sleeps one after another until `stop`: its worker fires a timer on most passes.
+class ticking_sleeper final : public troupe::async_actor<int> {
+ public:
+  explicit ticking_sleeper(const std::atomic<bool>* stop) : stop_(stop) {}
+
+ private:
+  boost::asio::awaitable<void> receive(int /*unused*/) override {
+    while (!stop_->load()) co_await troupe::sleep_for(std::chrono::microseconds(20));
+  }
+  const std::atomic<bool>* stop_;
+};
+
+/// Keeps a backlog of `backlog` messages to itself (every turn uses its whole budget) until
+/// `stop` or the deadline; its first message wakes `other`.
+class backlogged final : public troupe::actor<int> {
+ public:
+  backlogged(const std::atomic<bool>* stop, std::chrono::steady_clock::time_point deadline,
+             troupe::actor_ref<int> other)
+      : stop_(stop), deadline_(deadline), other_(std::move(other)) {}
+
+ private:
+  void receive(int& n) override {
+    if (n == 0) other_.tell(0);
+    if (!stop_->load() && std::chrono::steady_clock::now() < deadline_) self().tell(n + 1);
+  }
+  const std::atomic<bool>* stop_;
+  std::chrono::steady_clock::time_point deadline_;
+  troupe::actor_ref<int> other_;
+};
+
+/// Sets `stop` and reports whether it ran before the deadline.
+class deadline_reporter final : public troupe::actor<int> {
+ public:
+  deadline_reporter(std::atomic<bool>* stop, std::chrono::steady_clock::time_point deadline,
+                    troupe::actor_ref<bool> out)
+      : stop_(stop), deadline_(deadline), out_(std::move(out)) {}
+
+ private:
+  void receive(int& /*unused*/) override {
+    out_.tell(std::chrono::steady_clock::now() < deadline_);
+    stop_->store(true);
+  }
+  std::atomic<bool>* stop_;
+  std::chrono::steady_clock::time_point deadline_;
+  troupe::actor_ref<bool> out_;
+};
+
+TEST(CoroutineActor, AnActorWokenBehindOnesThatKeepTheirPlaceStillGetsATurn) {
+  // One worker. Sleep completions keep pushing the backlogged actor out of the next slot, and
+  // each time, mid-way, it goes to the front of the queue; the reporter, woken by it, waits
+  // behind. Now and then the queue's back must go first, or the reporter waits for the deadline.
+  troupe::actor_system system(troupe::system_config{}.with_workers(1));
+  test_probe<bool> on_time(system, "on-time");
+  std::atomic<bool> stop{false};
+  const auto deadline = std::chrono::steady_clock::now() + troupe::testkit::dilated(10s);
+  for (int i = 0; i < 4; ++i) {
+    system.spawn<ticking_sleeper>("ticker" + std::to_string(i), &stop).tell(0);
+  }
+  auto reporter = system.spawn<deadline_reporter>("reporter", &stop, deadline, on_time.ref());
+  auto busy = system.spawn<backlogged>("backlogged", &stop, deadline, reporter);
+  for (int i = 0; i < 300; ++i) busy.tell(i);
+  EXPECT_TRUE(on_time.expect_message(troupe::testkit::dilated(20s)));
+}
+
 }  // namespace
