@@ -5,7 +5,7 @@
 #include <troupe/testkit/log_capture.hpp>
 #include <troupe/testkit/test_probe.hpp>
 
-#include "core/busy_loop.hpp"
+#include "core/scheduler_test_actors.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -193,23 +193,6 @@ TEST(ActorSystem, TwoWorkersRunTwoActorsAtTheSameTime) {
   EXPECT_TRUE(probe.expect_message(dilated(10s)));
 }
 
-/// Sets `stop` and reports whether it ran before the deadline.
-class stop_setter final : public troupe::actor<int> {
- public:
-  stop_setter(std::atomic<bool>* stop, std::chrono::steady_clock::time_point deadline,
-              actor_ref<bool> out)
-      : stop_(stop), deadline_(deadline), out_(std::move(out)) {}
-
- private:
-  void receive(int& /*unused*/) override {
-    out_.tell(std::chrono::steady_clock::now() < deadline_);
-    stop_->store(true);
-  }
-  std::atomic<bool>* stop_;
-  std::chrono::steady_clock::time_point deadline_;
-  actor_ref<bool> out_;
-};
-
 TEST(ActorSystem, AnActorWokenFromOutsideRunsWhileEveryWorkerStaysBusy) {
   // A tell from a thread that is no worker queues the actor globally; workers whose own queues
   // never run dry must still take from there now and then, or it would wait for the deadline.
@@ -220,7 +203,7 @@ TEST(ActorSystem, AnActorWokenFromOutsideRunsWhileEveryWorkerStaysBusy) {
   for (int i = 0; i < 4; ++i) {
     system.spawn<troupe::test::busy_loop>("loop" + std::to_string(i), &stop, deadline).tell(0);
   }
-  system.spawn<stop_setter>("stopper", &stop, deadline, probe.ref()).tell(0);
+  system.spawn<troupe::test::stop_reporter>("stopper", &stop, deadline, probe.ref()).tell(0);
   EXPECT_TRUE(probe.expect_message(dilated(20s)));
 }
 

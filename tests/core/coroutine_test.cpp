@@ -7,7 +7,7 @@
 #include <troupe/testkit/deterministic.hpp>
 #include <troupe/testkit/test_probe.hpp>
 
-#include "core/busy_loop.hpp"
+#include "core/scheduler_test_actors.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -487,23 +487,6 @@ class backlogged final : public troupe::actor<int> {
   troupe::actor_ref<int> other_;
 };
 
-/// Sets `stop` and reports whether it ran before the deadline.
-class deadline_reporter final : public troupe::actor<int> {
- public:
-  deadline_reporter(std::atomic<bool>* stop, std::chrono::steady_clock::time_point deadline,
-                    troupe::actor_ref<bool> out)
-      : stop_(stop), deadline_(deadline), out_(std::move(out)) {}
-
- private:
-  void receive(int& /*unused*/) override {
-    out_.tell(std::chrono::steady_clock::now() < deadline_);
-    stop_->store(true);
-  }
-  std::atomic<bool>* stop_;
-  std::chrono::steady_clock::time_point deadline_;
-  troupe::actor_ref<bool> out_;
-};
-
 TEST(CoroutineActor, AnActorWokenBehindOnesThatKeepTheirPlaceStillGetsATurn) {
   // One worker. Sleep completions keep pushing the backlogged actor out of the next slot, and
   // each time, mid-way, it goes to the front of the queue; the reporter, woken by it, waits
@@ -515,7 +498,8 @@ TEST(CoroutineActor, AnActorWokenBehindOnesThatKeepTheirPlaceStillGetsATurn) {
   for (int i = 0; i < 4; ++i) {
     system.spawn<ticking_sleeper>("ticker" + std::to_string(i), &stop).tell(0);
   }
-  auto reporter = system.spawn<deadline_reporter>("reporter", &stop, deadline, on_time.ref());
+  auto reporter =
+      system.spawn<troupe::test::stop_reporter>("reporter", &stop, deadline, on_time.ref());
   auto busy = system.spawn<backlogged>("backlogged", &stop, deadline, reporter);
   for (int i = 0; i < 300; ++i) busy.tell(i);
   EXPECT_TRUE(on_time.expect_message(troupe::testkit::dilated(20s)));
