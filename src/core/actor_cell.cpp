@@ -354,6 +354,7 @@ void actor_cell::update_suspended() noexcept {
 void actor_cell::run_turn() noexcept {
   current_scope scope(this);
   process_system_messages();
+  bool mid_way = false;
   if (phase_ == phase::dead) {
     drain_to_dead_letters("recipient terminated");
   } else {
@@ -379,13 +380,13 @@ void actor_cell::run_turn() noexcept {
     if (n > 0 && actor_ != nullptr && phase_ == phase::running) actor_->turn_ended(n);
     // It stopped at its budget or took a full batch: a backlog is waiting (a busy shard, a
     // hot key), and its next turn keeps its place in line.
-    busy_ = n >= budget || full_batch;
+    mid_way = n >= budget || full_batch;
   }
   run_local_posts();
-  release_turn();
+  release_turn(mid_way);
 }
 
-void actor_cell::release_turn() noexcept {
+void actor_cell::release_turn(bool mid_way) noexcept {
   // Our own state is read while we still own the turn: once `scheduled` is clear, another
   // worker may run the next turn. Afterwards only what producers write (atomics) is read.
   const bool takes_mail = phase_ == phase::dead || user_messages_allowed();
@@ -398,7 +399,7 @@ void actor_cell::release_turn() noexcept {
   std::uint32_t s = state_.load(std::memory_order_seq_cst);
   while ((s & scheduled) == 0) {
     if (state_.compare_exchange_weak(s, s | scheduled, std::memory_order_seq_cst)) {
-      schedule(busy_);
+      schedule(mid_way);
       return;
     }
   }

@@ -155,7 +155,8 @@ class actor_cell : public actor_target {
   void push_user(envelope_base* e) noexcept;
   std::error_code enqueue_bounded(envelope_base* e) noexcept;
   void admit_waiters() noexcept;
-  void release_turn() noexcept;
+  // `mid_way`: see schedule().
+  void release_turn(bool mid_way = false) noexcept;
   void process_system_messages() noexcept;
   void apply_system(system_message* m) noexcept;
   void run_local_posts() noexcept;
@@ -194,7 +195,6 @@ class actor_cell : public actor_target {
   bool children_closed_ = false;  // no more spawns: we are stopping (guarded by children lock)
   bool unindexed_name_ = false;   // not in the parent's name index (unique by construction)
   bool bounded_ = false;          // ext_->bounded exists (set before the cell is shared)
-  bool busy_ = false;             // the last turn stopped at its budget or took a full batch
   mpsc_queue mailbox_;
   std::atomic<system_message*> system_inbox_{nullptr};
   system_impl& system_;

@@ -47,6 +47,12 @@ class region_forwarder : public troupe::detail::actor_target {
 
  protected:
   [[nodiscard]] const untyped_ref& region() const noexcept { return region_; }
+  /// Sends `wrapped` (the region's own envelope for `e`'s payload) to the region in `e`'s place.
+  void replace_to_region(troupe::detail::envelope_base* e, troupe::detail::envelope_base* wrapped) {
+    wrapped->sender = std::move(e->sender);
+    delete e;
+    region_.target()->enqueue(wrapped);
+  }
 
  private:
   untyped_ref region_;
@@ -89,9 +95,7 @@ class region_ingress final : public region_forwarder {
       auto* wrapped = entity_id_ ? new region_envelope(std::in_place_type<routed<M>>,
                                                        routed<M>{*entity_id_, std::move(*message)})
                                  : new region_envelope(std::in_place_index<0>, std::move(*message));
-      wrapped->sender = std::move(e->sender);
-      delete e;
-      region().target()->enqueue(wrapped);
+      replace_to_region(e, wrapped);
     } catch (...) {
       delete e;  // out of memory: nothing sensible left to do
     }
@@ -219,11 +223,9 @@ class shard_ingress final : public region_forwarder {
         region().target()->enqueue_any(e);  // the region dead-letters what it cannot take
         return;
       }
-      auto* wrapped = new troupe::detail::envelope<region_message<M>>(
-          std::in_place_type<shard_query>, shard_query{shard_, std::move(*query)});
-      wrapped->sender = std::move(e->sender);
-      delete e;
-      region().target()->enqueue(wrapped);
+      replace_to_region(
+          e, new troupe::detail::envelope<region_message<M>>(
+                 std::in_place_type<shard_query>, shard_query{shard_, std::move(*query)}));
     } catch (...) {
       delete e;  // out of memory: nothing sensible left to do
     }
