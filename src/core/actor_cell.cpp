@@ -20,6 +20,11 @@ thread_local actor_cell* tls_constructing = nullptr;  // NOLINT
 // Work the running turn posted to itself (coroutine resumptions), run before the turn ends.
 thread_local system_message* tls_local_head = nullptr;  // NOLINT
 thread_local system_message* tls_local_tail = nullptr;  // NOLINT
+// The envelopes of a batch, kept between batches so that a batch allocates no list of its own.
+// A batch takes it out while it runs (turns can nest).
+thread_local std::vector<envelope_base*> tls_batch;  // NOLINT
+// A list grown past this by one huge batch is not kept.
+constexpr std::size_t kept_batch_capacity = 1024;
 
 /// Sets the thread's current cell for a scope (turns can nest: spawn runs a child's start).
 class current_scope {
@@ -524,7 +529,8 @@ envelope_base* actor_cell::release_current() noexcept {
 std::size_t actor_cell::run_batch(std::size_t cap) noexcept {
   // Everything queued (up to `cap`) in arrival order, in one handler call: a hot entity's burst
   // becomes one write. The runtime's own messages end a batch and are handled after it.
-  std::vector<envelope_base*> batch;
+  std::vector<envelope_base*> batch = std::move(tls_batch);
+  batch.clear();
   envelope_base* signal = nullptr;
   while (batch.size() < cap) {
     envelope_base* e = next_user_envelope();
@@ -554,6 +560,10 @@ std::size_t actor_cell::run_batch(std::size_t cap) noexcept {
       fail(failure, what);
     }
     for (auto* e : batch) delete e;
+  }
+  if (batch.capacity() <= kept_batch_capacity) {
+    batch.clear();
+    tls_batch = std::move(batch);
   }
   if (signal != nullptr) {
     if (user_messages_allowed()) {
