@@ -89,10 +89,42 @@ std::int64_t allocated_bytes() {
   return static_cast<std::int64_t>(allocated);
 }
 
+std::vector<std::pair<std::size_t, std::int64_t>> small_allocations_by_size() {
+  std::vector<std::pair<std::size_t, std::int64_t>> out;
+  auto* ctl = jemalloc_ctl();
+  if (ctl == nullptr) return out;
+  std::uint64_t epoch = 1;
+  std::size_t len = sizeof(epoch);
+  ctl("epoch", &epoch, &len, &epoch, len);
+  unsigned bins = 0;
+  len = sizeof(bins);
+  if (ctl("arenas.nbins", &bins, &len, nullptr, 0) != 0) return out;
+  for (unsigned j = 0; j < bins; ++j) {
+    std::size_t size = 0;
+    std::size_t regs = 0;
+    const std::string bin = std::to_string(j);
+    len = sizeof(size);
+    if (ctl(("arenas.bin." + bin + ".size").c_str(), &size, &len, nullptr, 0) != 0) return {};
+    len = sizeof(regs);
+    // 4096: MALLCTL_ARENAS_ALL (the arenas' stats merged)
+    if (ctl(("stats.arenas.4096.bins." + bin + ".curregs").c_str(), &regs, &len, nullptr, 0) !=
+        0) {
+      return {};
+    }
+    out.emplace_back(size, static_cast<std::int64_t>(regs));
+  }
+  return out;
+}
+
 memory_use settled_memory() {
   std::this_thread::sleep_for(10ms);
+  const std::int64_t unpurged = resident_bytes();
   release_free_memory();
-  return {resident_bytes(), allocated_bytes()};
+  memory_use out;
+  out.resident = resident_bytes();
+  out.allocated = allocated_bytes();
+  out.unpurged_resident = unpurged;
+  return out;
 }
 
 double percentile(const std::vector<double>& sorted, double p) {

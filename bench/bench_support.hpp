@@ -93,13 +93,22 @@ void release_free_memory();
 /// Bytes the allocator has handed out (jemalloc's stats.allocated), or -1 when unknown.
 std::int64_t allocated_bytes();
 
+/// Live small allocations per allocator size class, as (size, count) (jemalloc's per-bin
+/// curregs, all arenas); empty when unknown. Two readings subtracted show where bytes go.
+std::vector<std::pair<std::size_t, std::int64_t>> small_allocations_by_size();
+
 /// Memory in use, as resident_bytes() and allocated_bytes().
 struct memory_use {
+  /// After the purge (release_free_memory): live memory only.
   std::int64_t resident = 0;
   std::int64_t allocated = -1;
+  /// Before the purge: what the process holds in its steady state, freed pages the allocator
+  /// keeps for reuse included (jemalloc returns them only after its decay time, 10 s).
+  std::int64_t unpurged_resident = 0;
 };
 
-/// Sleeps 10 ms (the workers settle: spin, then park), releases free memory, then measures.
+/// Sleeps 10 ms (the workers settle: spin, then park), reads RSS, releases free memory, then
+/// measures again.
 memory_use settled_memory();
 
 /// The value at fraction p (0..1) of a sorted, non-empty vector.

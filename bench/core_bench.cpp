@@ -3,6 +3,13 @@
 //
 //   troupe_bench_core [--case NAME[,NAME...]]... [--runs N] [--workers N] [--json-only] [--list]
 //
+//   ping_pong_1      one pair, 2 M messages: both players run on ONE worker (the scheduler runs
+//                    the receiver of each ball next on the sender's worker), whatever --workers
+//   ping_pong_cross  one pair, 1 M messages, the players in two actor systems of one worker
+//                    each: every message crosses from one thread (core) to the other
+//   bytes_per_idle_actor  RSS growth per actor after purging the allocator's free pages;
+//                    unpurged_bytes_per_actor in its params is the same without the purge
+//
 // Prints one JSON line per case, {"bench":"core","case":"ping_pong_1","value":6.1e6,...}, then a
 // table (the driver, flags and exit codes: bench_support.hpp). Every run checks its own result
 // (counts, sums, per-sender order, no dead letters, a clean shutdown).
@@ -22,7 +29,7 @@ namespace {
 using namespace std::chrono_literals;
 using namespace troupe::bench;
 
-// -- ping_pong_1, ping_pong_1000 ----------------------------------------------------------------
+// -- ping_pong_1, ping_pong_cross, ping_pong_1000 -------------------------------------------------
 
 namespace pingpong {
 
@@ -97,6 +104,40 @@ run_result run(std::size_t workers, std::int64_t pairs, std::int64_t per_pair) {
   check(finished.left() == 0 && met.left() == 0, "a player counted more than once");
   return {static_cast<double>(pairs * per_pair) / seconds_between(start, end),
           {{"teardown_s", teardown}}};
+}
+
+/// One pair whose players live in two actor systems of one worker each, so that every ball
+/// crosses from one worker thread to the other. Within one system the scheduler runs the
+/// woken actor next on the sender's own worker (its "next slot": ping_pong_1 never leaves one
+/// core), and the core has no public way to pin an actor to a worker; an actor in another system
+/// is woken through that system's queue by its own worker (spinning, or parked and woken).
+run_result run_cross(std::int64_t per_pair) {
+  troupe::actor_system left(bench_config(1).with_name("bench-left"));
+  troupe::actor_system right(bench_config(1).with_name("bench-right"));
+  std::vector<tally> tallies(2);
+  countdown met(2);
+  countdown finished(1);
+  auto a = left.spawn<player>({}, &tallies[0], &met, &finished);
+  auto b = right.spawn<player>({}, &tallies[1], &met, &finished);
+  a.tell(meet{b});
+  b.tell(meet{a});
+  met.wait("the players to meet");
+
+  const auto start = steady::now();
+  a.tell(ball{per_pair});
+  const auto end = finished.wait("the ball to stop");
+
+  const auto got = tallies[0].handled + tallies[1].handled;
+  check(got == per_pair, "the pair handled " + std::to_string(got) + " messages, expected " +
+                             std::to_string(per_pair));
+  check(tallies[0].handled == (per_pair + 1) / 2 && tallies[1].handled == per_pair / 2,
+        "the players did not alternate");
+  a = {};
+  b = {};
+  // Both systems stop before either is destroyed: each player holds a ref into the other.
+  const double teardown = shut_down(left) + shut_down(right);
+  check(finished.left() == 0 && met.left() == 0, "a player counted more than once");
+  return {static_cast<double>(per_pair) / seconds_between(start, end), {{"teardown_s", teardown}}};
 }
 
 }  // namespace pingpong
@@ -270,6 +311,10 @@ run_result run_bytes(std::size_t workers, std::int64_t total, std::int64_t chunk
       static_cast<double>(after.resident - before.resident) / static_cast<double>(total);
   check(per_actor > 0, "RSS did not grow while spawning");
   run_result out{per_actor, {{"teardown_s", teardown}}};
+  // The steady-state figure: RSS growth before the purge (from the purged baseline).
+  out.extras.emplace_back("unpurged_bytes_per_actor",
+                          static_cast<double>(after.unpurged_resident - before.resident) /
+                              static_cast<double>(total));
   if (before.allocated >= 0 && after.allocated >= 0) {
     out.extras.emplace_back(
         "allocated_bytes_per_actor",
@@ -431,8 +476,24 @@ std::vector<bench_case> all_cases() {
        "msgs/s",
        ">= 6.08 M",
        at_least(6.08e6),
-       {{"pairs", "1"}, {"messages_per_pair", str(2 * million)}, {"messages", str(2 * million)}},
+       {{"pairs", "1"},
+        {"messages_per_pair", str(2 * million)},
+        {"messages", str(2 * million)},
+        {"placement", json_string("both players on one worker: the receiver of each ball runs "
+                                  "next on the sender's worker (its next slot)")}},
        [](std::size_t w) { return pingpong::run(w, 1, 2 * million); }});
+  cases.push_back(
+      {"ping_pong_cross",
+       "msgs/s",
+       "",
+       nullptr,
+       {{"pairs", "1"},
+        {"messages_per_pair", str(million)},
+        {"messages", str(million)},
+        {"placement",
+         json_string("the players in two actor systems of 1 worker each (2 threads, --workers "
+                     "ignored): every message crosses threads")}},
+       [](std::size_t) { return pingpong::run_cross(million); }});
   cases.push_back(
       {"ping_pong_1000",
        "msgs/s",
@@ -465,7 +526,10 @@ std::vector<bench_case> all_cases() {
                    {{"actors", str(million)},
                     {"chunk", "10000"},
                     {"spawned_by", json_string("one parent actor, context().spawn, 10000 a turn")},
-                    {"measure", json_string("RSS growth (/proc/self/statm) / actors")}},
+                    {"measure", json_string("RSS growth (/proc/self/statm) / actors, after "
+                                            "purging the allocator's free pages")},
+                    {"unpurged", json_string("unpurged_bytes_per_actor: the same without the "
+                                             "purge (steady state)")}},
                    [](std::size_t w) { return spawning::run_bytes(w, million, 10'000); }});
   cases.push_back(
       {"skynet",

@@ -6,148 +6,31 @@
 //   recover        1,000,000 events already stored (1,000 ids x 1,000): read them all back,
 //                  every id's replay at once: events/s.
 //   durable_state  10,000 ids each write their state 10 times with a revision check: updates/s.
+//   persist_entity, recover_entity: the same through sharded persistent entities (asks, the
+//                  codec, recovery after a restart); see persistence_entity_bench.cpp.
 //
 // Each case runs against SQLite (a fresh file in the system's temp directory, on disk here:
 // TMPDIR moves it) and PostgreSQL (a fresh schema per run on the server TROUPE_PG_URL names, or
 // else on a throwaway server this program starts and stops with scripts/postgres.sh). Shares the
 // flags of the other benchmarks (bench_support.hpp); --shrink K divides the sizes, for profiling.
 
-#include <troupe/persistence/plugin.hpp>
-#include <troupe/persistence/postgres_plugin.hpp>
-#include <troupe/persistence/sqlite_plugin.hpp>
-
-#include "bench_support.hpp"
+#include "persistence_bench.hpp"
 
 #include <boost/asio/bind_executor.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cstddef>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
-namespace {
+namespace troupe::bench::persistence {
 
-using namespace troupe::bench;
 namespace tp = troupe::persistence;
-namespace fs = std::filesystem;
-
-/// A 64-byte event, as a small domain event encodes.
-tp::serialized event_payload() {
-  return tp::serialized{tp::manifest{"bench.deposited", 1}, tp::bytes(64, std::byte{0x5A})};
-}
-
-/// A fresh store of one kind per run, and where its data lives (removed after the run).
-struct store_kind {
-  std::string name;
-  std::function<std::unique_ptr<tp::plugin>(const fs::path& dir)> open;
-};
-
-store_kind sqlite_store() {
-  return {"sqlite", [](const fs::path& dir) {
-            return tp::open_sqlite_plugin(tp::sqlite_options{dir / "bench.db"});
-          }};
-}
-
-/// The PostgreSQL server the cases use: TROUPE_PG_URL, or a throwaway one started by the
-/// project's script (stopped again at exit).
-class postgres_server {
- public:
-  static const std::string& url() {
-    static postgres_server server;
-    return server.url_;
-  }
-  postgres_server(const postgres_server&) = delete;
-  postgres_server& operator=(const postgres_server&) = delete;
-
- private:
-  postgres_server() {
-    if (const char* given = std::getenv("TROUPE_PG_URL"); given != nullptr && *given != 0) {
-      url_ = given;
-      return;
-    }
-    url_ = run(script_ + " start");
-    started_ = true;
-    check(!url_.empty(), "scripts/postgres.sh start printed no URL");
-  }
-  ~postgres_server() {
-    if (started_) (void)run(script_ + " stop");
-  }
-  // The command's last line of output.
-  static std::string run(const std::string& command) {
-    std::string last;
-    if (FILE* out = ::popen(command.c_str(), "r")) {
-      std::array<char, 512> line{};
-      while (std::fgets(line.data(), line.size(), out) != nullptr) last = line.data();
-      ::pclose(out);
-    }
-    while (!last.empty() && (last.back() == '\n' || last.back() == '\r')) last.pop_back();
-    return last;
-  }
-
-  std::string script_ = std::string(TROUPE_SOURCE_DIR) + "/scripts/postgres.sh";
-  std::string url_;
-  bool started_ = false;
-};
-
-store_kind postgres_store() {
-  return {"postgres", [](const fs::path& dir) {
-            // A fresh schema per run (named after the run's scratch directory).
-            return tp::open_postgres_plugin(
-                tp::postgres_options{postgres_server::url(), "bench_" + dir.filename().string()});
-          }};
-}
-
-/// A scratch directory for one run, removed when the run ends.
-class scratch_dir {
- public:
-  scratch_dir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("troupe_bench_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  scratch_dir(const scratch_dir&) = delete;
-  scratch_dir& operator=(const scratch_dir&) = delete;
-  ~scratch_dir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-/// One thread running the completions (the stores complete on the caller's executor).
-class completion_thread {
- public:
-  completion_thread() : guard_(io_.get_executor()), thread_([this] { io_.run(); }) {}
-  completion_thread(const completion_thread&) = delete;
-  completion_thread& operator=(const completion_thread&) = delete;
-  ~completion_thread() {
-    guard_.reset();
-    thread_.join();
-  }
-  boost::asio::io_context& io() { return io_; }
-
- private:
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
-  std::thread thread_;
-};
-
-std::string pid_of(std::int64_t i) { return "account-" + std::to_string(i); }
 
 // -- persist --------------------------------------------------------------------------------------
 
@@ -207,6 +90,8 @@ run_result persist(const store_kind& kind, std::int64_t ids, std::int64_t per_id
                                                         static_cast<double>(stats.transactions));
   return out;
 }
+
+namespace {
 
 // -- recover --------------------------------------------------------------------------------------
 
@@ -330,18 +215,22 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
                       {"updates_per_id", "10"},
                       {"timed", json_string("each id writes 10 times in turn, all ids at once")}},
                      [=](std::size_t) { return durable_state(kind, writers, 10); }});
+    for (auto& c : entity_cases(kind, shrink)) cases.push_back(std::move(c));
   }
   return cases;
 }
 
 }  // namespace
+}  // namespace troupe::bench::persistence
 
 int main(int argc, char** argv) {
   return troupe::bench::run_benchmarks(
       argc, argv,
       {"persistence",
        {{"--shrink", "K", 1, 10'000}},
-       [](const std::vector<std::int64_t>& flags) { return all_cases(flags[0]); },
+       [](const std::vector<std::int64_t>& flags) {
+         return troupe::bench::persistence::all_cases(flags[0]);
+       },
        10,
        11});
 }

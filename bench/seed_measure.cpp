@@ -58,6 +58,8 @@ measurement measure(const workload_spec& spec, const run_config& config, int run
   measurement m;
   m.spec = spec;
   m.config = config;
+  m.runs_asked = runs;
+  m.repeat_budget_s = repeat_budget_s;
   const prepared_workload w = prepare(spec);
   m.workload_crc = workload_crc32(w.keys);
   m.workload_shard_counts = per_shard_counts(w.key_counts, config.shards);
@@ -100,6 +102,10 @@ measurement measure(const workload_spec& spec, const run_config& config, int run
   return m;
 }
 
+bool cut_short(const measurement& m) {
+  return m.error.empty() && static_cast<int>(m.runs.size()) < m.runs_asked;
+}
+
 std::string json_line(const measurement& m) {
   const auto& c = m.config;
   std::string j = "{\"bench\":\"seed\",\"mode\":\"" + std::string(mode_name(c.how)) +
@@ -111,7 +117,13 @@ std::string json_line(const measurement& m) {
                   ",\"keys\":" + std::to_string(m.spec.keys) + ",\"io_ms\":" + num(c.io_ms) +
                   ",\"msgs_per_s\":" + num(m.msgs_per_s) + ",\"runs\":[";
   for (std::size_t i = 0; i < m.runs.size(); ++i) j += (i ? "," : "") + num(m.runs[i]);
-  j += "],\"order_ok\":" + std::string(m.order_ok ? "true" : "false") +
+  j += "],\"runs_asked\":" + std::to_string(m.runs_asked);
+  if (cut_short(m)) {
+    j += ",\"repeat\":\"" + std::to_string(m.runs.size()) + " of " +
+         std::to_string(m.runs_asked) + " runs: repeats stop once the runs took " +
+         num(m.repeat_budget_s) + " s\"";
+  }
+  j += ",\"order_ok\":" + std::string(m.order_ok ? "true" : "false") +
        ",\"workload_crc32\":" + std::to_string(m.workload_crc) +
        ",\"hottest_key_share\":" + num(m.hottest_key_share) +
        ",\"busiest_shard_share\":" + num(m.busiest_shard_share) +
@@ -158,6 +170,10 @@ std::string json_line(const measurement& m) {
 }
 
 void print_details(const measurement& m) {
+  if (cut_short(m)) {
+    std::printf("  %zu of %d runs: a row stops repeating once its runs took %.0f s\n",
+                m.runs.size(), m.runs_asked, m.repeat_budget_s);
+  }
   const auto& hot = m.last.hot;
   const double mean_batch =
       hot.batches ? static_cast<double>(hot.messages) / static_cast<double>(hot.batches) : 0;

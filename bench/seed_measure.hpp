@@ -16,6 +16,9 @@ struct measurement {
   workload_spec spec;
   run_config config;
   std::vector<double> runs;
+  /// The runs asked for; fewer ran when the repeat budget (the table's 10 s rule) ran out.
+  int runs_asked = 0;
+  double repeat_budget_s = 0;
   double msgs_per_s = 0;  // median of runs
   bool order_ok = true;
   std::string error;  // the first failure (order or runtime), if any
@@ -36,6 +39,9 @@ struct measurement {
 /// which is reported in `error`.
 measurement measure(const workload_spec& spec, const run_config& config, int runs,
                     double repeat_budget_s = 0);
+
+/// Whether the 10 s rule cut the runs short (fewer runs than asked, none failed).
+bool cut_short(const measurement& m);
 
 /// The JSON line of a measurement (without a newline).
 std::string json_line(const measurement& m);

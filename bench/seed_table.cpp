@@ -159,6 +159,12 @@ void print_table(const std::vector<table_row>& rows, const std::vector<measureme
     } else if (r.meets) {
       status = r.meets(m) ? "ok" : "MISSED";
     }
+    if (cut_short(m)) {
+      char once[64];
+      std::snprintf(once, sizeof once, "%s%zu of %d runs (10 s rule)", status.empty() ? "" : ", ",
+                    m.runs.size(), m.runs_asked);
+      status += once;
+    }
     if (m.error.empty() && r.best_other) {
       char ratio[32];
       std::snprintf(ratio, sizeof ratio, "%s%.1fx best other", status.empty() ? "" : ", ",
@@ -172,7 +178,9 @@ void print_table(const std::vector<table_row>& rows, const std::vector<measureme
                 r.target.empty() ? "-" : r.target.c_str(), status.c_str());
   }
   std::printf(
-      "(median msgs/s; bound: messages / (busiest key's or shard's serial writes x io); guide: "
+      "(median msgs/s of the runs, but a row repeats only while its runs took under 10 s: "
+      "\"1 of 3 runs (10 s rule)\" marks a row that ran fewer times; bound: messages / (busiest "
+      "key's or shard's serial writes x io); guide: "
       "Python 3.14 figures published in the guide; best other: issue 4, same key sequence on "
       "this machine kind)\n");
 }

@@ -16,6 +16,7 @@
 #include <troupe/sharding/cluster_sharding.hpp>
 
 #include "bench_support.hpp"
+#include "sharding_memory.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -218,6 +219,8 @@ run_result run(std::size_t workers, std::int64_t entities, bool measure_memory) 
   if (measure_memory) {
     out.value = static_cast<double>(after.resident - before.resident) / n;
     check(out.value > 0, "RSS did not grow while activating");
+    out.extras.emplace_back("unpurged_bytes_per_entity",
+                            static_cast<double>(after.unpurged_resident - before.resident) / n);
     if (before.allocated >= 0 && after.allocated >= 0) {
       out.extras.emplace_back("allocated_bytes_per_entity",
                               static_cast<double>(after.allocated - before.allocated) / n);
@@ -329,6 +332,8 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
                     {"passivation", json_string("LRU cap only (idle off)")},
                     {"timed", json_string("from the first tell until every message handled")}},
                    [=](std::size_t w) { return churn::run(w, window, churn_messages, cap); }});
+  // bytes_per_idle_entity_uuid (sharding_memory.cpp).
+  for (auto& c : troupe::bench::sharding_memory::cases(shrink)) cases.push_back(std::move(c));
   return cases;
 }
 
