@@ -107,8 +107,7 @@ std::vector<std::pair<std::size_t, std::int64_t>> small_allocations_by_size() {
     if (ctl(("arenas.bin." + bin + ".size").c_str(), &size, &len, nullptr, 0) != 0) return {};
     len = sizeof(regs);
     // 4096: MALLCTL_ARENAS_ALL (the arenas' stats merged)
-    if (ctl(("stats.arenas.4096.bins." + bin + ".curregs").c_str(), &regs, &len, nullptr, 0) !=
-        0) {
+    if (ctl(("stats.arenas.4096.bins." + bin + ".curregs").c_str(), &regs, &len, nullptr, 0) != 0) {
       return {};
     }
     out.emplace_back(size, static_cast<std::int64_t>(regs));
@@ -469,7 +468,7 @@ bool driver::run() {
 void driver::print_table() const {
   const int uw = options_.unit_width;
   const int tw = options_.target_width;
-  const char* const row = "%-22s %12s %-*s %12s %12s  %-*s %s\n";
+  const char* const row = "%-26s %12s %-*s %12s %12s  %-*s %s\n";
   std::printf("\n");
   std::printf(row, "case", "median", uw, "unit", "min", "max", tw, "target", "");
   for (const auto& o : outcomes_) {

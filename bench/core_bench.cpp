@@ -312,9 +312,9 @@ run_result run_bytes(std::size_t workers, std::int64_t total, std::int64_t chunk
   check(per_actor > 0, "RSS did not grow while spawning");
   run_result out{per_actor, {{"teardown_s", teardown}}};
   // The steady-state figure: RSS growth before the purge (from the purged baseline).
-  out.extras.emplace_back("unpurged_bytes_per_actor",
-                          static_cast<double>(after.unpurged_resident - before.resident) /
-                              static_cast<double>(total));
+  out.extras.emplace_back(
+      "unpurged_bytes_per_actor",
+      static_cast<double>(after.unpurged_resident - before.resident) / static_cast<double>(total));
   if (before.allocated >= 0 && after.allocated >= 0) {
     out.extras.emplace_back(
         "allocated_bytes_per_actor",

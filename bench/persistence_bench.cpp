@@ -224,13 +224,12 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
 }  // namespace troupe::bench::persistence
 
 int main(int argc, char** argv) {
-  return troupe::bench::run_benchmarks(
-      argc, argv,
-      {"persistence",
-       {{"--shrink", "K", 1, 10'000}},
-       [](const std::vector<std::int64_t>& flags) {
-         return troupe::bench::persistence::all_cases(flags[0]);
-       },
-       10,
-       11});
+  return troupe::bench::run_benchmarks(argc, argv,
+                                       {"persistence",
+                                        {{"--shrink", "K", 1, 10'000}},
+                                        [](const std::vector<std::int64_t>& flags) {
+                                          return troupe::bench::persistence::all_cases(flags[0]);
+                                        },
+                                        10,
+                                        11});
 }

@@ -76,7 +76,8 @@ class account final : public tp::persistent_entity<command, bench_deposited, ben
  public:
   // Type "account", entity id "<i>": the persistence id is pid_of(i), "account-<i>".
   static inline const auto shard = troupe::sharding::shard_key<command>::of(
-      "account", [](const command& c) { return std::visit([](const auto& m) { return m.id; }, c); });
+      "account",
+      [](const command& c) { return std::visit([](const auto& m) { return m.id; }, c); });
 
  private:
   effect_type on_command(const bench_tally& state, command& c) override {
@@ -100,8 +101,7 @@ void register_codecs(tp::codec_registry& codecs) {
 
 /// An actor system whose accounts live in `store`, and the accounts' region.
 struct accounts {
-  accounts(std::size_t workers, std::shared_ptr<tp::plugin> store)
-      : system(bench_config(workers)) {
+  accounts(std::size_t workers, std::shared_ptr<tp::plugin> store) : system(bench_config(workers)) {
     auto& p = tp::get(system);
     register_codecs(p.codecs());
     p.set_default_plugin(std::move(store));
@@ -225,8 +225,8 @@ run_result persist_entity(const store_kind& kind, std::size_t workers, std::int6
                 latencies_us.push_back(seconds_between(sent, steady::now()) * 1e6);
                 if (e) failures.fetch_add(1);
                 // The reply comes after the write: the tally includes this deposit.
-                if (!e && (t.events != static_cast<std::uint64_t>(amount) ||
-                           t.total != total_of(amount)))
+                if (!e &&
+                    (t.events != static_cast<std::uint64_t>(amount) || t.total != total_of(amount)))
                   wrong.fetch_add(1);
                 const bool more = ++next[i] <= per_id && !e;
                 done.count_down();

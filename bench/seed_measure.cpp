@@ -119,9 +119,8 @@ std::string json_line(const measurement& m) {
   for (std::size_t i = 0; i < m.runs.size(); ++i) j += (i ? "," : "") + num(m.runs[i]);
   j += "],\"runs_asked\":" + std::to_string(m.runs_asked);
   if (cut_short(m)) {
-    j += ",\"repeat\":\"" + std::to_string(m.runs.size()) + " of " +
-         std::to_string(m.runs_asked) + " runs: repeats stop once the runs took " +
-         num(m.repeat_budget_s) + " s\"";
+    j += ",\"repeat\":\"" + std::to_string(m.runs.size()) + " of " + std::to_string(m.runs_asked) +
+         " runs: repeats stop once the runs took " + num(m.repeat_budget_s) + " s\"";
   }
   j += ",\"order_ok\":" + std::string(m.order_ok ? "true" : "false") +
        ",\"workload_crc32\":" + std::to_string(m.workload_crc) +

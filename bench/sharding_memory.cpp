@@ -10,10 +10,10 @@
 // With TROUPE_BENCH_HEAP=1 in the environment a run also prints to stderr, per allocator size
 // class, how many live blocks each entity added: where the bytes go.
 
+#include "sharding_memory.hpp"
+
 #include <troupe/core/actor_system.hpp>
 #include <troupe/sharding/cluster_sharding.hpp>
-
-#include "sharding_memory.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -87,8 +87,8 @@ void print_heap_growth(const std::vector<std::pair<std::size_t, std::int64_t>>& 
   double bytes = 0;
   std::fprintf(stderr, "heap: live blocks added per entity, by size class:");
   for (std::size_t j = 0; j < after.size(); ++j) {
-    const double per = static_cast<double>(after[j].second - before[j].second) /
-                       static_cast<double>(entities);
+    const double per =
+        static_cast<double>(after[j].second - before[j].second) / static_cast<double>(entities);
     if (per < 0.01 && per > -0.01) continue;
     bytes += per * static_cast<double>(after[j].first);
     std::fprintf(stderr, " %zu B x %.2f;", after[j].first, per);
@@ -110,7 +110,8 @@ run_result run(std::size_t workers, std::int64_t entities) {
   const bool heap = std::getenv("TROUPE_BENCH_HEAP") != nullptr;
 
   const memory_use before = settled_memory();  // let the workers settle (spin, then park)
-  const auto heap_before = heap ? small_allocations_by_size() : decltype(small_allocations_by_size()){};
+  const auto heap_before =
+      heap ? small_allocations_by_size() : decltype(small_allocations_by_size()){};
   for (const auto& id : ids) region.tell(visit{id});
   got.wait("every entity to handle its first message");
   settle(system, "uuid", static_cast<std::size_t>(entities));
