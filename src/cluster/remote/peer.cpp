@@ -99,28 +99,32 @@ void peer::encode(outgoing& item, byte_buffer& out) {
                 "no manifest registered for " + e->describe() + " (message_registry::add)");
     return;
   }
+  // Everything that can fail (the sender ref, the payload, the size) happens before the slots
+  // are committed: a refused message leaves the stream's slot tables as the receiver knows them.
+  remote_target& to = *item.to;
+  const bool new_recipient = !to.temporary() && (to.slot_stream != generation_ || to.slot == 0);
+  const auto known_manifest = manifest_slots_.find(entry);
+  const bool new_manifest = known_manifest == manifest_slots_.end();
+  const std::uint64_t manifest_slot =
+      new_manifest ? manifest_slots_.size() + 1 : known_manifest->second;
   const std::size_t start = wire::begin_frame(out, wire::frame_kind::message);
   try {
     persistence::byte_writer w(out);
-    remote_target& to = *item.to;
     if (to.temporary()) {
       w.write_varint(0);
       write_spec(w, to.spec());
-    } else if (to.slot_stream == generation_ && to.slot != 0) {
-      w.write_varint(to.slot << 1U);
-    } else {
-      to.slot = next_slot_++;
-      to.slot_stream = generation_;
-      w.write_varint((to.slot << 1U) | 1U);
+    } else if (new_recipient) {
+      w.write_varint((next_slot_ << 1U) | 1U);
       write_spec(w, to.spec());
+    } else {
+      w.write_varint(to.slot << 1U);
     }
-    auto [it, fresh] = manifest_slots_.try_emplace(entry, manifest_slots_.size() + 1);
-    if (fresh) {
-      w.write_varint((it->second << 1U) | 1U);
+    if (new_manifest) {
+      w.write_varint((manifest_slot << 1U) | 1U);
       write_string(w, entry->manifest.type_name);
       w.write_varint(entry->manifest.version);
     } else {
-      w.write_varint(it->second << 1U);
+      w.write_varint(manifest_slot << 1U);
     }
     codec_scope scope(core_.get(), this, nullptr);
     if (e->sender) {
@@ -136,7 +140,19 @@ void peer::encode(outgoing& item, byte_buffer& out) {
     dead_letter(item, make_error_code(errc::decode_error),
                 std::string("cannot serialize for node ") + to_string(address_) + ": " + ex.what());
     return;
+  } catch (...) {
+    // A user codec may throw anything; the I/O thread must survive it.
+    out.resize(start);
+    dead_letter(item, make_error_code(errc::decode_error),
+                "cannot serialize for node " + to_string(address_) +
+                    ": the codec threw an exception not derived from std::exception");
+    return;
   }
+  if (new_recipient) {
+    to.slot = next_slot_++;
+    to.slot_stream = generation_;
+  }
+  if (new_manifest) manifest_slots_.emplace(entry, manifest_slot);
   core_->counters.sent.fetch_add(1, std::memory_order_relaxed);
   delete e;
   item.message = nullptr;
