@@ -251,15 +251,23 @@ TEST_P(remote_node_test, an_unregistered_type_goes_to_dead_letters_and_the_conne
   await_condition([&] { return b.system.dead_letters().count() >= 1; }, 3s);
 }
 
-TEST_P(remote_node_test, a_refused_message_changes_no_connection_state) {
-  // Each refused message is the first of its recipient and of its type on the connection: had
-  // it taken a slot, every later message to that recipient or of that type, and every new
-  // recipient and type after it, would reach the receiver as an undecodable message.
+/// Each refused message is the first of its recipient and of its type on the connection: had it
+/// taken a slot, every later message to that recipient or of that type, and every new recipient
+/// and type after it, would reach the receiver as an undecodable message. Sent before the
+/// connection is up, the messages wait and are encoded ahead of it; sent on an idle connection,
+/// they are encoded straight into their frames.
+void refused_messages_change_no_connection_state(test::network& net, bool connect_first) {
   auto types = registry();
-  types->add<poison>("test.poison");
+  types->add<poison>("test.poison").add<numbered>("test.numbered");
   const auto small_frames = remote_options{}.with_max_frame_size(64 * 1024);
   node a(net, types, small_frames, "a");
   node b(net, types, small_frames, "b");
+  if (connect_first) {
+    test_probe<numbered> warm(a.system, "warm");
+    a.remote->expose(warm.untyped());
+    b.remote->ref_to<numbered>(a.address(), warm.untyped().path()).tell(numbered{0});
+    EXPECT_EQ(warm.expect_message().n, 0U);
+  }
   test_probe<echo_msg> first(a.system, "first");
   test_probe<echo_msg> second(a.system, "second");
   test_probe<echo_msg> third(a.system, "third");
@@ -298,7 +306,15 @@ TEST_P(remote_node_test, a_refused_message_changes_no_connection_state) {
   EXPECT_TRUE(has("exceeds the maximum of 65536")) << testing::PrintToString(reasons);
   EXPECT_TRUE(has("poison cannot be encoded")) << testing::PrintToString(reasons);
   EXPECT_TRUE(has("not derived from std::exception")) << testing::PrintToString(reasons);
-  EXPECT_EQ(b.remote->stats().messages_sent, 80U);
+  EXPECT_EQ(b.remote->stats().messages_sent, connect_first ? 81U : 80U);
+}
+
+TEST_P(remote_node_test, a_refused_message_changes_no_connection_state) {
+  refused_messages_change_no_connection_state(net, false);
+}
+
+TEST_P(remote_node_test, a_refused_message_on_an_idle_connection_changes_no_connection_state) {
+  refused_messages_change_no_connection_state(net, true);
 }
 
 TEST_P(remote_node_test, a_different_cluster_name_is_refused_with_a_log_line) {
