@@ -89,6 +89,11 @@ struct poison {
   bool std_exception = true;
 };
 
+/// A message that encodes but whose decoder throws something not derived from std::exception.
+struct cursed {
+  std::uint64_t n = 0;
+};
+
 }  // namespace
 
 template <>
@@ -98,6 +103,14 @@ struct troupe::persistence::codec<poison> {
     throw 42;  // NOLINT(hicpp-exception-baseclass): a user codec may throw anything
   }
   static poison decode(byte_reader& r) { r.fail("poison cannot be decoded"); }
+};
+
+template <>
+struct troupe::persistence::codec<cursed> {
+  static void encode(byte_writer& w, const cursed& c) { w.write_varint(c.n); }
+  static cursed decode(byte_reader& /*r*/) {
+    throw 7;  // NOLINT(hicpp-exception-baseclass): a user codec may throw anything
+  }
 };
 
 namespace {
@@ -315,6 +328,24 @@ TEST_P(remote_node_test, a_refused_message_changes_no_connection_state) {
 
 TEST_P(remote_node_test, a_refused_message_on_an_idle_connection_changes_no_connection_state) {
   refused_messages_change_no_connection_state(net, true);
+}
+
+TEST_P(remote_node_test, a_decoder_that_throws_anything_makes_a_dead_letter_on_the_receiver) {
+  auto types = registry();
+  types->add<cursed>("test.cursed");
+  node a(net, types);
+  node b(net, types);
+  test_probe<echo_msg> probe(a.system);
+  a.remote->expose(probe.untyped());
+  test_probe<troupe::dead_letter> letters(a.system, "letters");
+  a.system.dead_letters().subscribe(letters.ref());
+  b.remote->ref_to<cursed>(a.address(), probe.untyped().path()).tell(cursed{1});
+  b.remote->ref_to<echo_msg>(a.address(), probe.untyped().path()).tell(numbered{2});
+  EXPECT_EQ(next<numbered>(probe).n, 2U);  // the I/O thread survived
+  const auto letter = letters.expect_message(5s);
+  EXPECT_NE(letter.reason.find("not derived from std::exception"), std::string::npos)
+      << letter.reason;
+  EXPECT_NE(letter.message_as<undecodable_message>(), nullptr);
 }
 
 TEST_P(remote_node_test, a_different_cluster_name_is_refused_with_a_log_line) {

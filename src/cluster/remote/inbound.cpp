@@ -171,6 +171,23 @@ const message_registry::entry* inbound::manifest_at(std::size_t slot) {
   return manifests_[slot - 1];
 }
 
+void inbound::undecodable(const message_reader::header& h,
+                          const intrusive_ptr<actor_target>& sender, const std::string& why) {
+  core_.counters.undecodable.fetch_add(1, std::memory_order_relaxed);
+  const std::string recipient_name =
+      h.has_recipient ? reader_.describe_recipient(h) : std::string();
+  const std::string manifest_name =
+      h.manifest_slot != 0 ? message_reader::describe(reader_.manifest(h.manifest_slot)) : "";
+  std::string reason = "undecodable message from node " + to_string(from_) + " for " +
+                       (recipient_name.empty() ? "<unknown recipient>" : recipient_name) + ": " +
+                       why;
+  auto* letter = new troupe::detail::envelope<undecodable_message>(undecodable_message{
+      from_, recipient_name, manifest_name, {h.payload.begin(), h.payload.end()}});
+  letter->sender = sender;  // an ask among them fails at once
+  core_.dead_letters().publish(letter, recipient_name.empty() ? "<unknown>" : recipient_name,
+                               make_error_code(errc::decode_error), reason);
+}
+
 void inbound::on_message(byte_reader& r) {
   core_.counters.received.fetch_add(1, std::memory_order_relaxed);
   message_reader::header h;
@@ -196,19 +213,11 @@ void inbound::on_message(byte_reader& r) {
     }
     e = entry->decode(h.payload);
   } catch (const std::exception& ex) {
-    core_.counters.undecodable.fetch_add(1, std::memory_order_relaxed);
-    const std::string recipient_name =
-        h.has_recipient ? reader_.describe_recipient(h) : std::string();
-    const std::string manifest_name =
-        h.manifest_slot != 0 ? message_reader::describe(reader_.manifest(h.manifest_slot)) : "";
-    std::string reason = "undecodable message from node " + to_string(from_) + " for " +
-                         (recipient_name.empty() ? "<unknown recipient>" : recipient_name) + ": " +
-                         ex.what();
-    auto* letter = new troupe::detail::envelope<undecodable_message>(undecodable_message{
-        from_, recipient_name, manifest_name, {h.payload.begin(), h.payload.end()}});
-    letter->sender = sender;  // an ask among them fails at once
-    core_.dead_letters().publish(letter, recipient_name.empty() ? "<unknown>" : recipient_name,
-                                 make_error_code(errc::decode_error), reason);
+    undecodable(h, sender, ex.what());
+    return;
+  } catch (...) {
+    // A user codec may throw anything; the I/O thread must survive it.
+    undecodable(h, sender, "the codec threw an exception not derived from std::exception");
     return;
   }
   e->sender = std::move(sender);

@@ -38,6 +38,9 @@ class inbound : public std::enable_shared_from_this<inbound> {
   actor_target* recipient_at(std::size_t slot);
   /// The registry entry of a manifest slot; null when this node does not know the type.
   const message_registry::entry* manifest_at(std::size_t slot);
+  /// A message that did not decode goes to dead letters, as an undecodable_message.
+  void undecodable(const message_reader::header& h, const intrusive_ptr<actor_target>& sender,
+                   const std::string& why);
 
   node_core& core_;
   std::shared_ptr<stream> stream_;
