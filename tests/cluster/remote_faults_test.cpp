@@ -1,15 +1,18 @@
 // ctest-labels: concurrency
 // The remoting under faults, on the in-memory network: partitions noticed by heartbeats, lost
-// writes (at most once, never out of order), a node restarting with a new incarnation, and an
-// oversized frame that closes one connection and no other.
+// writes (at most once, never out of order), a node restarting with a new incarnation, an
+// oversized frame that closes one connection and no other, and the bounds of the queue to a
+// connected peer whose writes are stalled.
 #include <troupe/core/actor.hpp>
 #include <troupe/testkit/test_probe.hpp>
 
 #include "support/two_nodes.hpp"
+#include "support/valved_transport.hpp"
 
 #include <boost/describe/class.hpp>
 #include <gtest/gtest.h>
 
+#include <future>
 #include <set>
 #include <string>
 #include <variant>
@@ -151,6 +154,62 @@ TEST_F(faults, an_oversized_frame_closes_that_connection_only) {
     }
   }
   EXPECT_TRUE(arrived) << "node b never reconnected";
+}
+
+TEST_F(faults, the_queue_to_a_connected_peer_whose_writes_stall_is_bounded) {
+  // Node b's writes to node a go through a valve; failure detection too slow to notice.
+  auto valve = std::make_shared<test::write_valve>();
+  auto stalled = remote_options{}
+                     .with_heartbeat(10s, 60s)
+                     .with_max_frame_size(1024)
+                     .with_max_queued_connected(10)
+                     .with_max_queued_bytes(4096)
+                     .with_transport([valve, inner = net.factory()](auto ex) {
+                       return std::make_shared<test::valved_transport>(inner(ex), valve);
+                     });
+  node a(net, registry(), quick(), "a");
+  node b(net, registry(), stalled, "b");
+  test_probe<item> got(a.system);
+  a.remote->expose(a.system.spawn<item_actor>("items", got.ref()));
+  auto far = b.remote->ref_to<item>(a.address(), "/user/items");
+  test_probe<troupe::dead_letter> letters(b.system, "letters");
+  b.system.dead_letters().subscribe(letters.ref());
+  far.tell(item{0, ""});
+  EXPECT_EQ(got.expect_message().n, 0U);  // connected
+
+  // Stall: the write carrying item 1 is held, and the node writes nothing else meanwhile.
+  auto stall = [&](std::uint64_t n) {
+    valve->close();
+    far.tell(item{n, ""});
+    await_condition([&] { return valve->held() == 1; }, 5s);
+  };
+
+  // Messages: 10 wait, the 5 tells and the ask after them are refused at once.
+  stall(1);
+  for (std::uint64_t i = 2; i <= 16; ++i) far.tell(item{i, ""});
+  auto ask = far.ask<item>(item{99, ""}, 60s, troupe::use_future);
+  ASSERT_EQ(ask.wait_for(troupe::testkit::dilated(5s)), std::future_status::ready)
+      << "the refused ask should fail at once, not at its timeout";
+  EXPECT_THROW(ask.get(), std::system_error);
+  for (int i = 0; i < 6; ++i) {
+    const auto reason = letters.expect_message(5s).reason;
+    EXPECT_NE(reason.find("is full (10 messages)"), std::string::npos) << reason;
+  }
+  valve->open();
+  for (std::uint64_t i = 1; i <= 11; ++i) ASSERT_EQ(got.expect_message(5s).n, i);
+  EXPECT_EQ(b.remote->stats().queue_overflows, 6U);
+
+  // Bytes: four messages of ~1 KB fit in 4096 bytes, the fifth does not; a small one still does.
+  stall(20);
+  for (std::uint64_t i = 21; i <= 25; ++i) far.tell(item{i, std::string(1000, 'x')});
+  far.tell(item{26, ""});
+  const auto reason = letters.expect_message(5s).reason;
+  EXPECT_NE(reason.find("is full (4096 bytes)"), std::string::npos) << reason;
+  valve->open();
+  for (std::uint64_t n : {20, 21, 22, 23, 24, 26}) ASSERT_EQ(got.expect_message(5s).n, n);
+  got.expect_no_message(100ms);
+  letters.expect_no_message(100ms);
+  EXPECT_EQ(b.remote->stats().queue_overflows, 7U);
 }
 
 }  // namespace

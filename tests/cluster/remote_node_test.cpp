@@ -10,6 +10,7 @@
 #include <boost/describe/class.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
 #include <string>
 #include <variant>
@@ -82,6 +83,37 @@ class silent_actor final : public troupe::actor<echo_msg> {
   void receive(echo_msg& m) override { probe_.tell(m); }
   actor_ref<echo_msg> probe_;
 };
+
+/// A message whose codec refuses to encode it: with a std::exception, or with something else.
+struct poison {
+  bool std_exception = true;
+};
+
+/// A message that encodes but whose decoder throws something not derived from std::exception.
+struct cursed {
+  std::uint64_t n = 0;
+};
+
+}  // namespace
+
+template <>
+struct troupe::persistence::codec<poison> {
+  static void encode(byte_writer& /*w*/, const poison& p) {
+    if (p.std_exception) throw std::runtime_error("poison cannot be encoded");
+    throw 42;  // NOLINT(hicpp-exception-baseclass): a user codec may throw anything
+  }
+  static poison decode(byte_reader& r) { r.fail("poison cannot be decoded"); }
+};
+
+template <>
+struct troupe::persistence::codec<cursed> {
+  static void encode(byte_writer& w, const cursed& c) { w.write_varint(c.n); }
+  static cursed decode(byte_reader& /*r*/) {
+    throw 7;  // NOLINT(hicpp-exception-baseclass): a user codec may throw anything
+  }
+};
+
+namespace {
 
 std::shared_ptr<message_registry> registry() {
   auto r = std::make_shared<message_registry>();
@@ -230,6 +262,90 @@ TEST_P(remote_node_test, an_unregistered_type_goes_to_dead_letters_and_the_conne
   // And a type the sender cannot serialize is a dead letter on the sender.
   b.remote->ref_to<int>(a.address(), texts.untyped().path()).tell(7);
   await_condition([&] { return b.system.dead_letters().count() >= 1; }, 3s);
+}
+
+/// Each refused message is the first of its recipient and of its type on the connection: had it
+/// taken a slot, every later message to that recipient or of that type, and every new recipient
+/// and type after it, would reach the receiver as an undecodable message. Sent before the
+/// connection is up, the messages wait and are encoded ahead of it; sent on an idle connection,
+/// they are encoded straight into their frames.
+void refused_messages_change_no_connection_state(test::network& net, bool connect_first) {
+  auto types = registry();
+  types->add<poison>("test.poison").add<numbered>("test.numbered");
+  const auto small_frames = remote_options{}.with_max_frame_size(64 * 1024);
+  node a(net, types, small_frames, "a");
+  node b(net, types, small_frames, "b");
+  if (connect_first) {
+    test_probe<numbered> warm(a.system, "warm");
+    a.remote->expose(warm.untyped());
+    b.remote->ref_to<numbered>(a.address(), warm.untyped().path()).tell(numbered{0});
+    EXPECT_EQ(warm.expect_message().n, 0U);
+  }
+  test_probe<echo_msg> first(a.system, "first");
+  test_probe<echo_msg> second(a.system, "second");
+  test_probe<echo_msg> third(a.system, "third");
+  test_probe<reply_text> texts(a.system, "texts");
+  for (const auto& p : {first.untyped(), second.untyped(), third.untyped(), texts.untyped()})
+    a.remote->expose(p);
+  test_probe<troupe::dead_letter> letters(b.system, "letters");
+  b.system.dead_letters().subscribe(letters.ref());
+  auto far = [&](const auto& probe) {
+    return b.remote->ref_to<echo_msg>(a.address(), probe.untyped().path());
+  };
+  far(first).tell(greeting{std::string(100 * 1024, 'x')});  // over the frame size
+  b.remote->ref_to<poison>(a.address(), second.untyped().path()).tell(poison{true});
+  b.remote->ref_to<poison>(a.address(), third.untyped().path()).tell(poison{false});
+  for (std::uint64_t i = 0; i < 20; ++i) {
+    far(first).tell(numbered{i});
+    far(second).tell(numbered{i});
+    far(third).tell(numbered{i});
+    b.remote->ref_to<reply_text>(a.address(), texts.untyped().path())
+        .tell(reply_text{std::to_string(i)});
+  }
+  for (std::uint64_t i = 0; i < 20; ++i) {
+    ASSERT_EQ(next<numbered>(first).n, i);
+    ASSERT_EQ(next<numbered>(second).n, i);
+    ASSERT_EQ(next<numbered>(third).n, i);
+    ASSERT_EQ(texts.expect_message().text, std::to_string(i));
+  }
+  EXPECT_EQ(a.remote->stats().undecodable, 0U);
+  // The refused messages are dead letters on the sending node, each with its reason.
+  std::vector<std::string> reasons;
+  for (int i = 0; i < 3; ++i) reasons.push_back(letters.expect_message(5s).reason);
+  auto has = [&](const std::string& what) {
+    return std::ranges::any_of(reasons,
+                               [&](const auto& r) { return r.find(what) != std::string::npos; });
+  };
+  EXPECT_TRUE(has("exceeds the maximum of 65536")) << testing::PrintToString(reasons);
+  EXPECT_TRUE(has("poison cannot be encoded")) << testing::PrintToString(reasons);
+  EXPECT_TRUE(has("not derived from std::exception")) << testing::PrintToString(reasons);
+  EXPECT_EQ(b.remote->stats().messages_sent, connect_first ? 81U : 80U);
+}
+
+TEST_P(remote_node_test, a_refused_message_changes_no_connection_state) {
+  refused_messages_change_no_connection_state(net, false);
+}
+
+TEST_P(remote_node_test, a_refused_message_on_an_idle_connection_changes_no_connection_state) {
+  refused_messages_change_no_connection_state(net, true);
+}
+
+TEST_P(remote_node_test, a_decoder_that_throws_anything_makes_a_dead_letter_on_the_receiver) {
+  auto types = registry();
+  types->add<cursed>("test.cursed");
+  node a(net, types);
+  node b(net, types);
+  test_probe<echo_msg> probe(a.system);
+  a.remote->expose(probe.untyped());
+  test_probe<troupe::dead_letter> letters(a.system, "letters");
+  a.system.dead_letters().subscribe(letters.ref());
+  b.remote->ref_to<cursed>(a.address(), probe.untyped().path()).tell(cursed{1});
+  b.remote->ref_to<echo_msg>(a.address(), probe.untyped().path()).tell(numbered{2});
+  EXPECT_EQ(next<numbered>(probe).n, 2U);  // the I/O thread survived
+  const auto letter = letters.expect_message(5s);
+  EXPECT_NE(letter.reason.find("not derived from std::exception"), std::string::npos)
+      << letter.reason;
+  EXPECT_NE(letter.message_as<undecodable_message>(), nullptr);
 }
 
 TEST_P(remote_node_test, a_different_cluster_name_is_refused_with_a_log_line) {

@@ -32,6 +32,9 @@ struct remote_options {
   std::size_t max_queued_unconnected = 10'000;
   /// Messages queued for a connected peer that cannot keep up; more go to dead letters.
   std::size_t max_queued_connected = 1'000'000;
+  /// Bytes queued for a peer, connected or not, counted as the encoded messages; a message
+  /// beyond it goes to dead letters. At least max_frame_size.
+  std::size_t max_queued_bytes = 64U << 20U;
   /// How often a node tells a peer it is alive.
   std::chrono::milliseconds heartbeat_interval{500};
   /// A peer silent for this long is unreachable: its connection is closed, watchers of its
@@ -65,6 +68,10 @@ struct remote_options {
   }
   remote_options& with_max_queued_connected(std::size_t n) {
     max_queued_connected = n;
+    return *this;
+  }
+  remote_options& with_max_queued_bytes(std::size_t n) {
+    max_queued_bytes = n;
     return *this;
   }
   remote_options& with_max_queued_unconnected(std::size_t n) {

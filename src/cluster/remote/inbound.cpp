@@ -156,96 +156,79 @@ void inbound::send_pending() {
                        });
 }
 
-actor_target* inbound::resolve_recipient(byte_reader& r, std::string& described) {
-  const auto v = r.read_varint();
-  if (v == 0) {
-    auto spec = read_spec(r);
-    described = spec.export_id != 0 ? "export #" + std::to_string(spec.export_id) : spec.path;
-    auto t = core_.resolve(spec);
-    if (!t) return nullptr;
-    recipients_[0] = std::move(t);  // slot 0 holds a one-off recipient for this message only
-    return recipients_[0].get();
+actor_target* inbound::recipient_at(std::size_t slot) {
+  if (recipients_.size() < reader_.recipients()) recipients_.resize(reader_.recipients());
+  auto& target = recipients_[slot - 1];
+  if (!target) target = core_.resolve(reader_.recipient(slot));
+  return target.get();
+}
+
+const message_registry::entry* inbound::manifest_at(std::size_t slot) {
+  while (manifests_.size() < reader_.manifests()) {
+    const auto& m = reader_.manifest(manifests_.size() + 1);
+    manifests_.push_back(core_.options().registry->find(m.type_name, m.version));
   }
-  const auto slot = static_cast<std::size_t>(v >> 1U);
-  if ((v & 1U) != 0) {
-    if (slot != recipient_names_.size() + 1 || slot > 1'000'000)
-      r.fail("recipient slot out of order");
-    auto spec = read_spec(r);
-    recipient_names_.push_back(spec.export_id != 0 ? "#" + std::to_string(spec.export_id)
-                                                   : spec.path);
-    recipients_.resize(recipient_names_.size() + 1);  // index 0 is scratch for one-off specs
-    recipients_[slot] = core_.resolve(spec);
-  } else if (slot == 0 || slot > recipient_names_.size()) {
-    r.fail("unknown recipient slot");
-  }
-  described = recipient_names_[slot - 1];
-  if (!recipients_[slot] && !described.starts_with('#')) {
-    recipients_[slot] = core_.resolve(recipient_spec{0, described});  // exposed later
-  }
-  return recipients_[slot].get();
+  return manifests_[slot - 1];
+}
+
+void inbound::undecodable(const message_reader::header& h,
+                          const intrusive_ptr<actor_target>& sender, const std::string& why) {
+  core_.counters.undecodable.fetch_add(1, std::memory_order_relaxed);
+  const std::string recipient_name =
+      h.has_recipient ? reader_.describe_recipient(h) : std::string();
+  const std::string manifest_name =
+      h.manifest_slot != 0 ? message_reader::describe(reader_.manifest(h.manifest_slot)) : "";
+  std::string reason = "undecodable message from node " + to_string(from_) + " for " +
+                       (recipient_name.empty() ? "<unknown recipient>" : recipient_name) + ": " +
+                       why;
+  auto* letter = new troupe::detail::envelope<undecodable_message>(undecodable_message{
+      from_, recipient_name, manifest_name, {h.payload.begin(), h.payload.end()}});
+  letter->sender = sender;  // an ask among them fails at once
+  core_.dead_letters().publish(letter, recipient_name.empty() ? "<unknown>" : recipient_name,
+                               make_error_code(errc::decode_error), reason);
 }
 
 void inbound::on_message(byte_reader& r) {
   core_.counters.received.fetch_add(1, std::memory_order_relaxed);
-  std::string recipient_name;
-  std::string manifest_name;
-  std::span<const std::byte> raw;  // the payload, for a dead letter
+  message_reader::header h;
   envelope_base* e = nullptr;
   intrusive_ptr<actor_target> sender;
+  intrusive_ptr<actor_target> one_off;  // a recipient for this message only
   actor_target* recipient = nullptr;
   try {
-    if (recipients_.empty()) recipients_.resize(1);
-    recipient = resolve_recipient(r, recipient_name);
-    const auto m = r.read_varint();
-    const auto mslot = static_cast<std::size_t>(m >> 1U);
-    if ((m & 1U) != 0) {
-      if (mslot != manifests_.size() + 1) r.fail("manifest slot out of order");
-      auto name = read_string(r);
-      auto version = r.read_varint();
-      if (version > UINT32_MAX) r.fail("manifest version out of range");
-      manifests_.push_back(
-          core_.options().registry->find(name, static_cast<std::uint32_t>(version)));
-      manifest_names_.push_back("'" + name + "' v" + std::to_string(version));
-    } else if (mslot == 0 || mslot > manifests_.size()) {
-      r.fail("unknown manifest slot");
+    reader_.read(r, h);
+    if (h.recipient_slot == 0) {
+      one_off = core_.resolve(h.one_off);
+      recipient = one_off.get();
+    } else {
+      recipient = recipient_at(h.recipient_slot);
     }
-    const auto* entry = manifests_[mslot - 1];
-    manifest_name = manifest_names_[mslot - 1];
+    const auto* entry = manifest_at(h.manifest_slot);
     codec_scope scope(&core_, nullptr, &from_);
-    const auto has_sender = r.read_byte();
-    if (has_sender == std::byte{1}) {
-      sender = core_.decode_ref(r, from_);
-    } else if (has_sender != std::byte{0}) {
-      r.fail("bad sender flag");
-    }
-    raw = r.read_raw(r.remaining());
+    if (h.sender) sender = core_.resolve_ref(*h.sender, from_);
     if (entry == nullptr) {
       throw cluster_error(errc::unknown_manifest,
-                          "no message type registered for manifest " + manifest_name);
+                          "no message type registered for manifest " +
+                              message_reader::describe(reader_.manifest(h.manifest_slot)));
     }
-    e = entry->decode(raw);
+    e = entry->decode(h.payload);
   } catch (const std::exception& ex) {
-    core_.counters.undecodable.fetch_add(1, std::memory_order_relaxed);
-    std::string reason = "undecodable message from node " + to_string(from_) + " for " +
-                         (recipient_name.empty() ? "<unknown recipient>" : recipient_name) + ": " +
-                         ex.what();
-    auto* letter = new troupe::detail::envelope<undecodable_message>(
-        undecodable_message{from_, recipient_name, manifest_name, {raw.begin(), raw.end()}});
-    letter->sender = sender;  // an ask among them fails at once
-    core_.dead_letters().publish(letter, recipient_name.empty() ? "<unknown>" : recipient_name,
-                                 make_error_code(errc::decode_error), reason);
-    if (!recipients_.empty()) recipients_[0].reset();
+    undecodable(h, sender, ex.what());
+    return;
+  } catch (...) {
+    // A user codec may throw anything; the I/O thread must survive it.
+    undecodable(h, sender, "the codec threw an exception not derived from std::exception");
     return;
   }
   e->sender = std::move(sender);
   if (recipient == nullptr) {
+    const auto recipient_name = reader_.describe_recipient(h);
     core_.dead_letters().publish(
         e, recipient_name, make_error_code(troupe::errc::recipient_terminated),
         "no actor at " + recipient_name + " on this node (sent by " + to_string(from_) + ")");
   } else {
     recipient->enqueue_any(e);
   }
-  recipients_[0].reset();
 }
 
 void inbound::on_system(byte_reader& r) {

@@ -5,6 +5,7 @@
 #include <troupe/cluster/wire/frame.hpp>
 #include <troupe/persistence/serialization/wire.hpp>
 
+#include "message_reader.hpp"
 #include "peer.hpp"
 
 #include <boost/asio/steady_timer.hpp>
@@ -33,7 +34,13 @@ class inbound : public std::enable_shared_from_this<inbound> {
   void reply(wire::frame_kind kind, const std::function<void(byte_buffer&)>& fill);
   void refuse(const std::string& reason);
   void send_pending();
-  actor_target* resolve_recipient(persistence::byte_reader& r, std::string& described);
+  /// The target of a recipient slot, resolved on first use (a path exposed later, then).
+  actor_target* recipient_at(std::size_t slot);
+  /// The registry entry of a manifest slot; null when this node does not know the type.
+  const message_registry::entry* manifest_at(std::size_t slot);
+  /// A message that did not decode goes to dead letters, as an undecodable_message.
+  void undecodable(const message_reader::header& h, const intrusive_ptr<actor_target>& sender,
+                   const std::string& why);
 
   node_core& core_;
   std::shared_ptr<stream> stream_;
@@ -43,10 +50,9 @@ class inbound : public std::enable_shared_from_this<inbound> {
   bool writing_ = false;
   bool closing_ = false;
   byte_buffer pending_writes_;
-  std::vector<intrusive_ptr<actor_target>> recipients_;  // by slot
-  std::vector<std::string> recipient_names_;
-  std::vector<const message_registry::entry*> manifests_;  // by slot
-  std::vector<std::string> manifest_names_;
+  message_reader reader_;                                  // the stream's slot tables
+  std::vector<intrusive_ptr<actor_target>> recipients_;    // by slot - 1, as resolved
+  std::vector<const message_registry::entry*> manifests_;  // by slot - 1
   std::optional<boost::asio::steady_timer> handshake_timer_;
 };
 

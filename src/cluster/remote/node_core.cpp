@@ -37,6 +37,8 @@ node_core::node_core(actor_system& system, remote_options options)
   require(options_.max_frame_size >= 1024, "max_frame_size must be at least 1024 bytes");
   require(options_.max_queued_unconnected > 0 && options_.max_queued_connected > 0,
           "the queue bounds must be positive");
+  require(options_.max_queued_bytes >= options_.max_frame_size,
+          "max_queued_bytes must be at least max_frame_size");
   require(options_.heartbeat_interval.count() > 0, "heartbeat_interval must be positive");
   require(options_.unreachable_after > options_.heartbeat_interval,
           "unreachable_after must be longer than heartbeat_interval");

@@ -63,8 +63,8 @@ class node_core : public std::enable_shared_from_this<node_core> {
   const exported& export_target(actor_target* t);
   /// A local target by export id or path; null when unknown or stopped.
   intrusive_ptr<actor_target> resolve(const recipient_spec& spec);
-  /// A target of a ref read from a message sent by `sender` (the node that wrote it).
-  intrusive_ptr<actor_target> decode_ref(persistence::byte_reader& r, const node_id& sender);
+  /// The target of a ref read from a message sent by `sender` (the node that wrote it).
+  intrusive_ptr<actor_target> resolve_ref(const wire_ref& ref, const node_id& sender);
   void encode_ref(persistence::byte_writer& w, actor_target* t, peer* to);
   /// An inbound stream ended.
   void forget(inbound* in);

@@ -33,16 +33,17 @@ void peer::push(envelope_base* e, intrusive_ptr<remote_target> to) noexcept {
     std::unique_lock lock(mutex_);
     const std::size_t limit = connected_ ? opts.max_queued_connected : opts.max_queued_unconnected;
     const bool ask_to_lost = unreachable_ && e->sender && e->sender->path().starts_with("/temp/");
-    if (queue_.size() >= limit || ask_to_lost) {
+    const bool full = queue_.size() + staged_count_ >= limit;
+    // The bytes of what is staged; stage() checks each message's own size when it has one.
+    const bool full_bytes = staged_bytes_ >= opts.max_queued_bytes;
+    if (full || full_bytes || ask_to_lost) {
       lock.unlock();
       if (ask_to_lost) {
         dead_letter(item, make_error_code(errc::node_unreachable),
                     "node " + to_string(address_) + " is unreachable");
       } else {
-        core_->counters.overflows.fetch_add(1, std::memory_order_relaxed);
-        dead_letter(item, make_error_code(errc::peer_queue_full),
-                    "queue for node " + to_string(address_) + " is full (" + std::to_string(limit) +
-                        " messages)");
+        overflow(item, full ? std::to_string(limit) + " messages"
+                            : std::to_string(opts.max_queued_bytes) + " bytes");
       }
       return;
     }
@@ -50,6 +51,12 @@ void peer::push(envelope_base* e, intrusive_ptr<remote_target> to) noexcept {
     post = !std::exchange(flush_posted_, true);
   }
   if (post) boost::asio::post(core_->io(), [self = shared_from_this()] { self->flush(); });
+}
+
+void peer::overflow(outgoing& item, const std::string& bound) noexcept {
+  core_->counters.overflows.fetch_add(1, std::memory_order_relaxed);
+  dead_letter(item, make_error_code(errc::peer_queue_full),
+              "queue for node " + to_string(address_) + " is full (" + bound + ")");
 }
 
 void peer::dead_letter(outgoing& item, std::error_code code, const std::string& reason) noexcept {
@@ -65,81 +72,190 @@ void peer::flush() {
     flush_posted_ = false;
   }
   if (state_ == state::closed) return;
-  if (state_ == state::idle) {
-    connect();
+  if (state_ == state::idle) connect();
+  if (state_ != state::up || writing_) {
+    stage();
     return;
   }
-  if (state_ != state::up || writing_) return;
   batch_.clear();
   {
     std::lock_guard lock(mutex_);
     batch_.swap(queue_);
+    staged_count_ = 0;  // all of it goes out now
+    staged_bytes_ = 0;
   }
-  if (batch_.empty() && control_.empty()) return;
+  if (batch_.empty() && staged_.empty() && control_.empty()) return;
   byte_buffer out = std::move(spare_);
   out.clear();
   out.swap(control_);  // system frames first
   if (out.capacity() < 64 * 1024) out.reserve(64 * 1024);
-  for (auto& item : batch_) encode(item, out);
+  for (auto& s : staged_) {
+    const auto tail = std::span<const std::byte>(staging_).subspan(s.offset, s.size);
+    encode(s.item, *s.entry, out, &tail);
+  }
+  staged_.clear();
+  staging_.clear();
+  if (staging_.capacity() > 1024 * 1024) byte_buffer().swap(staging_);  // after a long stall
+  for (auto& item : batch_) {
+    if (const auto* entry = entry_of(item)) encode(item, *entry, out, nullptr);
+  }
   batch_.clear();
   if (!out.empty()) write(std::move(out));
 }
 
-void peer::encode(outgoing& item, byte_buffer& out) {
-  envelope_base* e = item.message;
+void peer::stage() {
+  batch_.clear();
+  {
+    std::lock_guard lock(mutex_);
+    batch_.swap(queue_);
+    staged_count_ += batch_.size();  // still counted while being staged
+  }
+  if (batch_.empty()) return;
+  const auto& opts = core_->options();
+  for (auto& item : batch_) {
+    const auto* entry = entry_of(item);
+    if (entry == nullptr) continue;
+    const std::size_t at = staging_.size();
+    try {
+      encode_tail(item, *entry, staging_);
+    } catch (const std::exception& ex) {
+      staging_.resize(at);
+      dead_letter(item, make_error_code(errc::decode_error),
+                  "cannot serialize for node " + to_string(address_) + ": " + ex.what());
+      continue;
+    } catch (...) {
+      staging_.resize(at);
+      dead_letter(item, make_error_code(errc::decode_error),
+                  "cannot serialize for node " + to_string(address_) +
+                      ": the codec threw an exception not derived from std::exception");
+      continue;
+    }
+    const std::size_t size = staging_.size() - at;
+    if (size > opts.max_frame_size) {
+      staging_.resize(at);
+      dead_letter(item, make_error_code(errc::decode_error),
+                  "cannot serialize for node " + to_string(address_) +
+                      ": frame payload of more than " + std::to_string(size) +
+                      " bytes exceeds the maximum of " + std::to_string(opts.max_frame_size));
+      continue;
+    }
+    if (staging_.size() > opts.max_queued_bytes) {
+      staging_.resize(at);
+      overflow(item, std::to_string(opts.max_queued_bytes) + " bytes");
+      continue;
+    }
+    staged_.push_back(staged{std::move(item), entry, at, size});
+  }
+  batch_.clear();
+  std::lock_guard lock(mutex_);
+  staged_count_ = staged_.size();
+  staged_bytes_ = staging_.size();
+}
+
+const message_registry::entry* peer::entry_of(outgoing& item) {
   // Most batches carry one or two types: skip the registry's hash for a repeat.
-  const std::type_info& type = e->type();
+  const std::type_info& type = item.message->type();
   if (last_type_ == nullptr || *last_type_ != type) {
     last_type_ = &type;
     last_entry_ = core_->options().registry->find(type);
   }
-  const auto* entry = last_entry_;
-  if (entry == nullptr) {
-    dead_letter(item, make_error_code(errc::unknown_manifest),
-                "no manifest registered for " + e->describe() + " (message_registry::add)");
-    return;
+  if (last_entry_ == nullptr) {
+    dead_letter(
+        item, make_error_code(errc::unknown_manifest),
+        "no manifest registered for " + item.message->describe() + " (message_registry::add)");
   }
+  return last_entry_;
+}
+
+void peer::encode_tail(outgoing& item, const message_registry::entry& entry, byte_buffer& out) {
+  persistence::byte_writer w(out);
+  codec_scope scope(core_.get(), this, nullptr);
+  if (item.message->sender) {
+    w.write_byte(std::byte{1});
+    core_->encode_ref(w, item.message->sender.get(), this);
+  } else {
+    w.write_byte(std::byte{0});
+  }
+  entry.encode(w, item.message->payload());
+}
+
+void peer::encode(outgoing& item, const message_registry::entry& entry, byte_buffer& out,
+                  const std::span<const std::byte>* tail) {
+  // Everything that can fail (the sender ref, the payload, the size) happens before the slots
+  // are committed: a refused message leaves the stream's slot tables as the receiver knows them.
+  remote_target& to = *item.to;
+  const bool new_recipient = !to.temporary() && (to.slot_stream != generation_ || to.slot == 0);
+  const auto known_manifest = manifest_slots_.find(&entry);
+  const bool new_manifest = known_manifest == manifest_slots_.end();
+  const std::uint64_t manifest_slot =
+      new_manifest ? manifest_slots_.size() + 1 : known_manifest->second;
   const std::size_t start = wire::begin_frame(out, wire::frame_kind::message);
   try {
     persistence::byte_writer w(out);
-    remote_target& to = *item.to;
     if (to.temporary()) {
       w.write_varint(0);
       write_spec(w, to.spec());
-    } else if (to.slot_stream == generation_ && to.slot != 0) {
-      w.write_varint(to.slot << 1U);
-    } else {
-      to.slot = next_slot_++;
-      to.slot_stream = generation_;
-      w.write_varint((to.slot << 1U) | 1U);
+    } else if (new_recipient) {
+      w.write_varint((next_slot_ << 1U) | 1U);
       write_spec(w, to.spec());
-    }
-    auto [it, fresh] = manifest_slots_.try_emplace(entry, manifest_slots_.size() + 1);
-    if (fresh) {
-      w.write_varint((it->second << 1U) | 1U);
-      write_string(w, entry->manifest.type_name);
-      w.write_varint(entry->manifest.version);
     } else {
-      w.write_varint(it->second << 1U);
+      w.write_varint(to.slot << 1U);
     }
-    codec_scope scope(core_.get(), this, nullptr);
-    if (e->sender) {
-      w.write_byte(std::byte{1});
-      core_->encode_ref(w, e->sender.get(), this);
+    if (new_manifest) {
+      w.write_varint((manifest_slot << 1U) | 1U);
+      write_string(w, entry.manifest.type_name);
+      w.write_varint(entry.manifest.version);
     } else {
-      w.write_byte(std::byte{0});
+      w.write_varint(manifest_slot << 1U);
     }
-    entry->encode(w, e->payload());
+    if (tail != nullptr) {
+      w.write_raw(*tail);
+    } else {
+      encode_tail(item, entry, out);
+    }
     wire::end_frame(out, start, core_->options().max_frame_size);
   } catch (const std::exception& ex) {
     out.resize(start);
     dead_letter(item, make_error_code(errc::decode_error),
                 std::string("cannot serialize for node ") + to_string(address_) + ": " + ex.what());
     return;
+  } catch (...) {
+    // A user codec may throw anything; the I/O thread must survive it.
+    out.resize(start);
+    dead_letter(item, make_error_code(errc::decode_error),
+                "cannot serialize for node " + to_string(address_) +
+                    ": the codec threw an exception not derived from std::exception");
+    return;
   }
+  if (new_recipient) {
+    to.slot = next_slot_++;
+    to.slot_stream = generation_;
+  }
+  if (new_manifest) manifest_slots_.emplace(&entry, manifest_slot);
   core_->counters.sent.fetch_add(1, std::memory_order_relaxed);
-  delete e;
+  delete item.message;
   item.message = nullptr;
+}
+
+void peer::drop_staged_if(const std::function<bool(const outgoing&)>& fail, std::error_code code,
+                          const std::string& reason) {
+  std::vector<staged> keep;
+  byte_buffer bytes;
+  for (auto& s : staged_) {
+    if (fail(s.item)) {
+      dead_letter(s.item, code, reason);
+      continue;
+    }
+    const auto tail = std::span<const std::byte>(staging_).subspan(s.offset, s.size);
+    s.offset = bytes.size();
+    bytes.insert(bytes.end(), tail.begin(), tail.end());
+    keep.push_back(std::move(s));
+  }
+  staged_.swap(keep);
+  staging_.swap(bytes);
+  std::lock_guard lock(mutex_);
+  staged_count_ = staged_.size();
+  staged_bytes_ = staging_.size();
 }
 
 void peer::write(byte_buffer bytes) {
@@ -299,6 +415,7 @@ void peer::schedule_reconnect() {
     std::lock_guard lock(mutex_);
     pending = !queue_.empty();
   }
+  pending = pending || !staged_.empty();
   // Asks waiting for replies need the peer too: failing to reconnect fails them at once.
   std::erase_if(asks_, [](const auto& a) { return a->is_terminated(); });
   if (!pending && watches_.empty() && asks_.empty()) {
@@ -363,6 +480,8 @@ void peer::close() {
   }
   for (auto& item : rest)
     dead_letter(item, make_error_code(errc::node_unreachable), "the remoting is shut down");
+  drop_staged_if([](const outgoing&) { return true; }, make_error_code(errc::node_unreachable),
+                 "the remoting is shut down");
   targets_.clear();
 }
 

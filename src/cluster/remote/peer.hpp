@@ -12,8 +12,10 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <functional>
 #include <map>
 #include <mutex>
+#include <span>
 #include <typeinfo>
 #include <unordered_map>
 #include <vector>
@@ -24,6 +26,15 @@ namespace troupe::cluster::detail {
 struct outgoing {
   envelope_base* message;
   intrusive_ptr<remote_target> to;
+};
+
+/// A message whose sender ref and payload are encoded (they do not depend on the stream),
+/// waiting for the stream: `size` bytes at `offset` of the peer's staging buffer.
+struct staged {
+  outgoing item;
+  const message_registry::entry* entry;
+  std::size_t offset;
+  std::size_t size;
 };
 
 /// Everything about one other node, addressed by where it listens.
@@ -80,9 +91,24 @@ class peer : public std::enable_shared_from_this<peer> {
   void on_stream_closed(std::uint64_t generation, std::error_code ec);
   void drop_stream(const std::string& why, bool unreachable);
   void schedule_reconnect();
-  void encode(outgoing& item, byte_buffer& out);
+  /// Encodes what waits into the staging buffer while the stream cannot take it, so that its
+  /// size counts against max_queued_bytes.
+  void stage();
+  /// The registry entry of a message's type; null (and a dead letter) when it has none.
+  const message_registry::entry* entry_of(outgoing& item);
+  /// Appends the sender ref and the payload.
+  void encode_tail(outgoing& item, const message_registry::entry& entry, byte_buffer& out);
+  /// Appends a message frame: the recipient and manifest (slots committed only once the frame
+  /// is complete), then `tail` when staged, or the tail encoded now.
+  void encode(outgoing& item, const message_registry::entry& entry, byte_buffer& out,
+              const std::span<const std::byte>* tail);
+  /// Dead-letters the staged messages `fail` picks and keeps the others in order.
+  void drop_staged_if(const std::function<bool(const outgoing&)>& fail, std::error_code code,
+                      const std::string& reason);
   void write(byte_buffer bytes);
   void dead_letter(outgoing& item, std::error_code code, const std::string& reason) noexcept;
+  /// A message beyond a queue bound (`bound`, e.g. "1000 messages").
+  void overflow(outgoing& item, const std::string& bound) noexcept;
 
   std::shared_ptr<node_core> core_;
   node_address address_;
@@ -91,6 +117,8 @@ class peer : public std::enable_shared_from_this<peer> {
   // Guarded by mutex_ (user threads push, the I/O thread takes).
   std::mutex mutex_;
   std::vector<outgoing> queue_;
+  std::size_t staged_count_ = 0;  // staged_.size(), plus what the I/O thread is staging now
+  std::size_t staged_bytes_ = 0;  // staging_.size()
   bool flush_posted_ = false;
   bool connected_ = false;
   bool unreachable_ = false;
@@ -103,6 +131,8 @@ class peer : public std::enable_shared_from_this<peer> {
   bool writing_ = false;
   byte_buffer control_;
   std::vector<outgoing> batch_;
+  std::vector<staged> staged_;
+  byte_buffer staging_;
   byte_buffer spare_;
   std::uint64_t next_slot_ = 1;
   std::unordered_map<const message_registry::entry*, std::uint64_t> manifest_slots_;

@@ -34,22 +34,22 @@ void peer::lost(errc why, const std::string& reason, bool shutting_down) {
   }
   local_watches_.clear();
   // Asks still queued fail now rather than at their timeout.
+  // Unreachable: asks fail, tells wait for a reconnect. Restarted: what was bound to the old
+  // incarnation fails, what is addressed by path goes to the new one.
+  auto fail = [&](const outgoing& item) {
+    return why == errc::node_restarted
+               ? item.to->incarnation() != 0 && item.to->incarnation() != incarnation()
+               : item.message->sender && item.message->sender->path().starts_with("/temp/");
+  };
   std::vector<outgoing> keep;
   std::vector<outgoing> failed;
   {
     std::lock_guard lock(mutex_);
-    for (auto& item : queue_) {
-      // Unreachable: asks fail, tells wait for a reconnect. Restarted: what was bound to the
-      // old incarnation fails, what is addressed by path goes to the new one.
-      const bool fail =
-          why == errc::node_restarted
-              ? item.to->incarnation() != 0 && item.to->incarnation() != incarnation()
-              : item.message->sender && item.message->sender->path().starts_with("/temp/");
-      (fail ? failed : keep).push_back(std::move(item));
-    }
+    for (auto& item : queue_) (fail(item) ? failed : keep).push_back(std::move(item));
     queue_.swap(keep);
   }
   for (auto& item : failed) dead_letter(item, code, reason);
+  if (!staged_.empty()) drop_staged_if(fail, code, reason);
 }
 
 void peer::watch(intrusive_ptr<remote_target> watchee, intrusive_ptr<actor_target> watcher) {

@@ -57,6 +57,32 @@ recipient_spec read_spec(byte_reader& r) {
   return s;
 }
 
+void write_ref(byte_writer& w, bool temporary, const node_id* owner, std::uint64_t export_id,
+               std::string_view path) {
+  const std::uint8_t flags =
+      (owner == nullptr ? ref_on_sender : 0U) | (temporary ? ref_temporary : 0U);
+  w.write_byte(static_cast<std::byte>(flags));
+  if (owner != nullptr) write_node_id(w, *owner);
+  w.write_varint(export_id);
+  write_string(w, path);
+}
+
+wire_ref read_ref(byte_reader& r) {
+  wire_ref ref;
+  const auto flags = static_cast<std::uint8_t>(r.read_byte());
+  if (flags == ref_empty) {
+    ref.empty = true;
+    return ref;
+  }
+  if ((flags & ~(ref_on_sender | ref_temporary)) != 0) r.fail("unknown actor ref flags");
+  ref.temporary = (flags & ref_temporary) != 0;
+  if ((flags & ref_on_sender) == 0) ref.owner = read_node_id(r);
+  ref.export_id = r.read_varint();
+  ref.path = read_string(r);
+  if (ref.export_id == 0 && ref.path.empty()) r.fail("actor ref with neither export id nor path");
+  return ref;
+}
+
 void write_handshake(byte_writer& w, const handshake& h) {
   write_string(w, h.cluster);
   w.write_varint(h.protocol);

@@ -19,7 +19,8 @@
 ///                     even = slot v>>1 defined earlier on this stream
 ///   ref               u8 flags (bit 0: the actor lives on the sending node, else a node_id
 ///                     follows; bit 1: temporary, e.g. an ask's reply target), varint export
-///                     id (0: addressed by path), string path
+///                     id (0: addressed by path), string path; or u8 4 alone: an empty ref
+///                     (inside a payload)
 ///
 /// Slots replace repeated paths and type names by small numbers: each stream numbers its own,
 /// from 1, so a stream's reader keeps one table per stream.
@@ -28,7 +29,9 @@
 #include <troupe/persistence/serialization/wire.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace troupe::cluster::detail {
 
@@ -36,9 +39,19 @@ enum class system_kind : std::uint8_t { watch = 1, unwatch = 2, terminated = 3, 
 
 inline constexpr std::uint8_t ref_on_sender = 1;
 inline constexpr std::uint8_t ref_temporary = 2;
+inline constexpr std::uint8_t ref_empty = 4;  // the whole ref: an empty actor_ref
 
 struct recipient_spec {
   std::uint64_t export_id = 0;  // 0: by path
+  std::string path;
+};
+
+/// An actor ref as it travels, before it is resolved to a target.
+struct wire_ref {
+  bool empty = false;
+  bool temporary = false;
+  std::optional<node_id> owner;  // none: the actor lives on the node that wrote the ref
+  std::uint64_t export_id = 0;   // 0: addressed by path
   std::string path;
 };
 
@@ -55,6 +68,11 @@ void write_node_id(persistence::byte_writer& w, const node_id& n);
 node_id read_node_id(persistence::byte_reader& r);
 void write_spec(persistence::byte_writer& w, const recipient_spec& s);
 recipient_spec read_spec(persistence::byte_reader& r);
+/// Writes a non-empty ref; `owner` null: the actor lives on the writing node.
+void write_ref(persistence::byte_writer& w, bool temporary, const node_id* owner,
+               std::uint64_t export_id, std::string_view path);
+/// Reads a ref; throws persistence_error for unknown flags or one with neither id nor path.
+wire_ref read_ref(persistence::byte_reader& r);
 void write_handshake(persistence::byte_writer& w, const handshake& h);
 handshake read_handshake(persistence::byte_reader& r);
 

@@ -6,7 +6,6 @@ namespace troupe::cluster::detail {
 
 namespace {
 thread_local codec_scope* tls_scope = nullptr;
-constexpr std::uint8_t ref_empty = 4;
 }  // namespace
 
 codec_scope::codec_scope(node_core* c, peer* t, const node_id* f) : core(c), to(t), from(f) {
@@ -31,52 +30,41 @@ intrusive_ptr<actor_target> decode_actor_ref(persistence::byte_reader& r) {
     throw cluster_error(errc::invalid_address,
                         "an actor ref can only be deserialized by the remoting, from another node");
   }
-  return tls_scope->core->decode_ref(r, *tls_scope->from);
+  return tls_scope->core->resolve_ref(read_ref(r), *tls_scope->from);
 }
 
 void node_core::encode_ref(persistence::byte_writer& w, actor_target* t, peer* to) {
   if (auto* remote = dynamic_cast<remote_target*>(t)) {
     // A ref to a third node's actor (or back to the peer's own).
-    std::uint8_t flags = remote->temporary() ? ref_temporary : 0;
-    w.write_byte(static_cast<std::byte>(flags));
     auto& owner = remote->target_peer();
-    write_node_id(w, node_id{owner.address(), remote->incarnation() != 0 ? remote->incarnation()
-                                                                         : owner.incarnation()});
-    w.write_varint(remote->export_id());
-    write_string(w, remote->actor_path());
+    const node_id id{owner.address(),
+                     remote->incarnation() != 0 ? remote->incarnation() : owner.incarnation()};
+    write_ref(w, remote->temporary(), &id, remote->export_id(), remote->actor_path());
     return;
   }
   const exported& e = export_target(t);
-  w.write_byte(static_cast<std::byte>(ref_on_sender | (e.temporary ? ref_temporary : 0)));
-  w.write_varint(e.id);
-  write_string(w, e.path);
+  write_ref(w, e.temporary, nullptr, e.id, e.path);
   if (e.temporary) to->track_ask(intrusive_ptr<actor_target>(t));
 }
 
-intrusive_ptr<actor_target> node_core::decode_ref(persistence::byte_reader& r,
-                                                  const node_id& sender) {
-  auto flags = static_cast<std::uint8_t>(r.read_byte());
-  if (flags == ref_empty) return {};
-  if ((flags & ~(ref_on_sender | ref_temporary)) != 0) r.fail("unknown actor ref flags");
-  node_id owner = (flags & ref_on_sender) != 0 ? sender : read_node_id(r);
-  std::uint64_t export_id = r.read_varint();
-  std::string path = read_string(r);
-  if (export_id == 0 && path.empty()) r.fail("actor ref with neither export id nor path");
+intrusive_ptr<actor_target> node_core::resolve_ref(const wire_ref& ref, const node_id& sender) {
+  if (ref.empty) return {};
+  const node_id& owner = ref.owner ? *ref.owner : sender;
   if (owner.address == self_.address &&
       (owner.incarnation == self_.incarnation || owner.incarnation == 0)) {
     // One of ours coming home: the very target, so refs compare equal.
-    auto local = resolve(recipient_spec{export_id, path});
+    auto local = resolve(recipient_spec{ref.export_id, ref.path});
     if (local) return local;
     // Stopped meanwhile: a ref that delivers to dead letters, as a stopped local one would.
-    auto gone = intrusive_ptr<remote_target>(
-        new remote_target(peer_at(self_.address), self_.incarnation, export_id, path,
-                          (flags & ref_temporary) != 0),
-        troupe::detail::adopt);
+    auto gone =
+        intrusive_ptr<remote_target>(new remote_target(peer_at(self_.address), self_.incarnation,
+                                                       ref.export_id, ref.path, ref.temporary),
+                                     troupe::detail::adopt);
     gone->mark_terminated();
     return gone;
   }
   auto p = peer_at(owner.address);
-  return p->target_for(owner.incarnation, export_id, path, (flags & ref_temporary) != 0);
+  return p->target_for(owner.incarnation, ref.export_id, ref.path, ref.temporary);
 }
 
 }  // namespace troupe::cluster::detail

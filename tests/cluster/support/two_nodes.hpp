@@ -61,7 +61,8 @@ struct node {
   node(network& net, std::shared_ptr<const message_registry> registry, remote_options base = {},
        std::string name = "node")
       : system(system_config{}.with_name(std::move(name)).with_workers(2)) {
-    base.with_registry(std::move(registry)).with_transport(net.factory());
+    base.with_registry(std::move(registry));
+    if (!base.transport) base.with_transport(net.factory());  // a test may wrap the network's
     if (base.bind.port == 0 && base.bind.host == "127.0.0.1") base.with_bind(net.next_address());
     remote = std::make_unique<remote_node>(system, std::move(base));
   }
