@@ -141,8 +141,7 @@ class actor_ref : public untyped_ref {
             auto ex = boost::asio::get_associated_executor(*shared);
             boost::asio::dispatch(ex, [shared, ec]() {
               std::exception_ptr e;
-              if (ec)
-                e = std::make_exception_ptr(error(static_cast<errc>(ec.value()), ec.message()));
+              if (ec) e = std::make_exception_ptr(error(ec, ec.message()));
               std::move (*shared)(e);
             });
           };
