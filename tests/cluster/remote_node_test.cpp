@@ -217,6 +217,19 @@ TEST_P(remote_node_test, a_lost_node_terminates_watches_and_fails_pending_asks) 
   EXPECT_THROW(b.remote->expose(untyped_ref{}), troupe::error);  // a thrown cluster_error too
 }
 
+TEST_P(remote_node_test, a_remote_ask_pending_when_the_system_terminates_fails_at_once) {
+  node a(net, registry());
+  node b(net, registry());
+  test_probe<echo_msg> silent(a.system, "silent");
+  a.remote->expose(a.system.spawn<silent_actor>("silent", silent.ref()));
+  auto far = b.remote->ref_to<echo_msg>(a.address(), "/user/silent");
+  auto answer = far.ask<reply_text>(greeting{"?"}, 60s, troupe::use_future);
+  next<greeting>(silent);  // the question arrived and will never be answered
+  b.system.terminate();
+  ASSERT_EQ(answer.wait_for(dilated(5s)), std::future_status::ready) << "should not wait 60 s";
+  EXPECT_EQ(failure_of(answer), troupe::errc::system_terminated);
+}
+
 TEST_P(remote_node_test, an_unregistered_type_goes_to_dead_letters_and_the_connection_stays_up) {
   auto partial = std::make_shared<message_registry>();
   partial->add<reply_text>("test.reply_text");  // no echo_msg here

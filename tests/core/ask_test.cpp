@@ -516,3 +516,20 @@ TEST(Ask, RacingTerminateEachAskCompletesExactlyOnce) {
 }
 
 }  // namespace
+
+namespace {
+
+// Every layer throws troupe::error; a code of another layer's category keeps its category, and
+// value() (the core's code) says it has none.
+TEST(Error, CarriesACodeOfAnyCategory) {
+  const troupe::error core(errc::ask_timeout, "core");
+  EXPECT_EQ(core.value(), errc::ask_timeout);
+  EXPECT_EQ(core.code(), errc::ask_timeout);
+
+  const troupe::error other(std::make_error_code(std::errc::io_error), "elsewhere");
+  EXPECT_EQ(other.code(), std::errc::io_error);
+  EXPECT_EQ(other.value(), errc{});
+  EXPECT_STREQ(other.what(), "elsewhere");
+}
+
+}  // namespace
