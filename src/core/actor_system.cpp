@@ -99,6 +99,9 @@ void system_impl::terminate() {
     if (terminate_started_) return;
     terminate_started_ = true;
   }
+  // Asks waiting for a reply fail now, not at their timeouts: the answer may never come (an
+  // asker awaiting one in a coroutine would hold up its own stop), and new asks fail at once.
+  asks_.close_and_fail_all();
   // /user first, top-down; /system once /user is gone (see guardian_terminated).
   user_guardian_->send_system(new stop_message());
 }

@@ -6,6 +6,7 @@
 #include <troupe/core/detail/actor_cell.hpp>
 #include <troupe/core/detail/ref_counted.hpp>
 
+#include "core/pending_asks.hpp"
 #include "core/scheduler.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -52,6 +53,8 @@ class system_impl final : public ref_counted {
   [[nodiscard]] dead_letter_office& dead_letters() noexcept { return dead_letters_; }
   [[nodiscard]] boost::asio::io_context& io() noexcept { return io_; }
   [[nodiscard]] scheduler& sched() noexcept { return scheduler_; }
+  /// The asks waiting for a reply; terminate() fails them.
+  [[nodiscard]] pending_asks& asks() noexcept { return asks_; }
   [[nodiscard]] bool running() const noexcept {
     return !terminated_.load(std::memory_order_acquire);
   }
@@ -76,6 +79,7 @@ class system_impl final : public ref_counted {
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> io_work_;
   std::thread io_thread_;
   scheduler scheduler_;
+  pending_asks asks_;
   intrusive_ptr<actor_cell> user_guardian_;
   intrusive_ptr<actor_cell> system_guardian_;
   std::array<std::mutex, 64> children_locks_;

@@ -8,6 +8,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <future>
@@ -78,6 +79,16 @@ class doubler final : public troupe::actor<question> {
 /// Never answers.
 class mute final : public troupe::actor<question> {
   void receive(question& /*unused*/) override {}
+};
+
+/// Hears every question (telling `heard` its number) and answers none.
+class silent final : public troupe::actor<question> {
+ public:
+  explicit silent(actor_ref<int> heard) : heard_(std::move(heard)) {}
+
+ private:
+  void receive(question& q) override { heard_.tell(q.n); }
+  actor_ref<int> heard_;
 };
 
 /// Answers with a string where an int is expected.
@@ -189,6 +200,7 @@ struct ask_doubler {
 };
 struct ask_mute {
   actor_ref<question> target;
+  troupe::duration timeout = std::chrono::seconds(10);
 };
 using asker_msg = std::variant<ask_doubler, ask_mute>;
 
@@ -204,10 +216,14 @@ class asker final : public troupe::async_actor<asker_msg> {
       out_.tell("reply " + std::to_string(reply));
     } else {
       try {
-        (void)co_await std::get<ask_mute>(msg).target.ask<int>(question{0}, 10s);
+        const auto& m = std::get<ask_mute>(msg);
+        (void)co_await m.target.ask<int>(question{0}, m.timeout);
         out_.tell("unexpected reply");
       } catch (const troupe::error& e) {
-        out_.tell(std::string("error ") + (e.value() == errc::ask_timeout ? "ask_timeout" : "?"));
+        out_.tell(std::string("error ") + (e.value() == errc::ask_timeout ? "ask_timeout"
+                                           : e.value() == errc::system_terminated
+                                               ? "system_terminated"
+                                               : "?"));
       }
     }
   }
@@ -380,6 +396,140 @@ TEST(Ask, FailsAtOnceWithActorFailedWhenTheCoroutineHandlerThrows) {
   auto a = t.system.spawn<async_thrower>("async-thrower");
   auto f = a.ask<int>(question{1}, std::chrono::hours(1), troupe::use_future);
   EXPECT_EQ(failure_of(f, t), errc::actor_failed);
+}
+
+// -- shutdown ------------------------------------------------------------------------------------
+// The asked actor took the question and will never answer; the manual clock never moves, so the
+// asks' 60 s timeouts never fire: only terminate() can complete them, and must, at once.
+
+TEST(Ask, WithUseFuturePendingAtTerminateFailsAtOnceWithSystemTerminated) {
+  manual_time t;
+  test_probe<int> heard(t.system);
+  auto s = t.system.spawn<silent>("silent", heard.ref());
+
+  auto reply = s.ask<int>(question{1}, 60s, troupe::use_future);
+  EXPECT_EQ(heard.expect_message(), 1);
+  t.system.terminate();
+
+  EXPECT_EQ(failure_of(reply, t), errc::system_terminated);  // waits 3 s at most, not 60
+}
+
+TEST(Ask, WithACallbackPendingAtTerminateFailsAtOnceWithSystemTerminated) {
+  manual_time t;
+  test_probe<int> heard(t.system);
+  auto s = t.system.spawn<silent>("silent", heard.ref());
+
+  std::promise<std::exception_ptr> outcome;
+  auto done = outcome.get_future();
+  s.ask<int>(question{1}, 60s,
+             [&outcome](std::exception_ptr e, int /*unused*/) { outcome.set_value(std::move(e)); });
+  EXPECT_EQ(heard.expect_message(), 1);
+  t.system.terminate();
+
+  ASSERT_EQ(done.wait_for(dilated(3s)), std::future_status::ready) << "the ask is still pending";
+  const std::exception_ptr e = done.get();
+  t.errors.push_back(e);
+  ASSERT_TRUE(e) << "the ask succeeded";
+  try {
+    std::rethrow_exception(e);
+  } catch (const troupe::error& err) {
+    EXPECT_EQ(err.value(), errc::system_terminated) << err.what();
+  }
+}
+
+TEST(Ask, AwaitedInACoroutinePendingAtTerminateFailsAtOnceWithSystemTerminated) {
+  manual_time t;
+  test_probe<std::string> out(t.system);
+  test_probe<int> heard(t.system);
+  auto s = t.system.spawn<silent>("silent", heard.ref());
+  auto a = t.system.spawn<asker>("asker", out.ref());
+
+  a.tell(ask_mute{.target = s, .timeout = 60s});
+  EXPECT_EQ(heard.expect_message(), 0);
+  t.system.terminate();
+
+  EXPECT_EQ(out.expect_message(), "error system_terminated");
+  // The asker could stop only once its handler returned, which the failed ask let it do.
+  EXPECT_TRUE(t.system.await_termination_for(dilated(3s)));
+}
+
+TEST(Ask, StartedAfterTerminateFailsAtOnceWithSystemTerminated) {
+  manual_time t;
+  test_probe<int> heard(t.system);
+  auto s = t.system.spawn<silent>("silent", heard.ref());
+  t.system.terminate();
+
+  auto reply = s.ask<int>(question{1}, 60s, troupe::use_future);
+  EXPECT_EQ(failure_of(reply, t), errc::system_terminated);
+}
+
+// Replies race the shutdown: every ask completes exactly once (with its reply or with
+// system_terminated), none stays pending, and none leaks (LeakSanitizer checks the last part).
+TEST(Ask, RacingTerminateEachAskCompletesExactlyOnce) {
+  constexpr int asks = 2000;
+  std::vector<std::atomic<int>> completions(asks);
+  std::vector<std::atomic<int>> outcomes(asks);  // 1: the reply, 2: system_terminated, 3: other
+  {
+    actor_system system(small_config());
+    auto d = system.spawn<doubler>("doubler");
+    std::thread asking([&] {
+      for (int i = 0; i < asks; ++i) {
+        d.ask<int>(question{i}, 60s, [&, i](std::exception_ptr e, int reply) {
+          completions[i].fetch_add(1);
+          int outcome = 3;
+          if (!e) {
+            outcome = reply == 2 * i ? 1 : 3;
+          } else {
+            try {
+              std::rethrow_exception(e);
+            } catch (const troupe::error& err) {
+              if (err.value() == errc::system_terminated) outcome = 2;
+            }
+          }
+          outcomes[i].store(outcome);
+        });
+      }
+    });
+    troupe::testkit::await_condition([&] { return completions[asks / 10].load() == 1; }, 3s,
+                                     "the first replies");
+    system.terminate();
+    asking.join();
+    troupe::testkit::await_condition(
+        [&] {
+          for (const auto& c : completions) {
+            if (c.load() == 0) return false;
+          }
+          return true;
+        },
+        3s, "every ask completed");
+  }
+  int replied = 0;
+  int terminated = 0;
+  for (int i = 0; i < asks; ++i) {
+    EXPECT_EQ(completions[i].load(), 1) << "ask " << i;
+    EXPECT_NE(outcomes[i].load(), 3) << "ask " << i;
+    replied += outcomes[i].load() == 1 ? 1 : 0;
+    terminated += outcomes[i].load() == 2 ? 1 : 0;
+  }
+  EXPECT_GT(replied, 0);
+  EXPECT_EQ(replied + terminated, asks);
+}
+
+}  // namespace
+
+namespace {
+
+// Every layer throws troupe::error; a code of another layer's category keeps its category, and
+// value() (the core's code) says it has none.
+TEST(Error, CarriesACodeOfAnyCategory) {
+  const troupe::error core(errc::ask_timeout, "core");
+  EXPECT_EQ(core.value(), errc::ask_timeout);
+  EXPECT_EQ(core.code(), errc::ask_timeout);
+
+  const troupe::error other(std::make_error_code(std::errc::io_error), "elsewhere");
+  EXPECT_EQ(other.code(), std::errc::io_error);
+  EXPECT_EQ(other.value(), errc{});
+  EXPECT_STREQ(other.what(), "elsewhere");
 }
 
 }  // namespace

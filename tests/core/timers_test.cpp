@@ -77,6 +77,15 @@ struct timers_fixture {
     actor.tell(cancel_timer{key}, answers.untyped());
     return answers.expect_message();
   }
+  /// Moves the clock by `d` without running a turn, and checks that `fired` timers fired there:
+  /// their callbacks, which queue the ticks, ran (no turn ran that could have cancelled them).
+  /// A test that then sees no tick arrive has seen a queued tick discarded, not one never sent.
+  void queue_ticks(troupe::duration d, std::size_t fired) {
+    const std::size_t armed = ds.clock().pending();
+    ASSERT_GE(armed, fired) << "fewer timers armed than should fire";
+    ds.clock().advance(d);
+    ASSERT_EQ(armed - ds.clock().pending(), fired) << "a timer did not fire: no tick was queued";
+  }
 };
 
 /// Takes every message already received; returns how many there were.
@@ -146,7 +155,7 @@ TEST(Timers, CancelledTimerNeverFiresEvenWhenItsMessageIsAlreadyQueued) {
   // Queue the cancels first, then let both timers put their ticks behind them.
   f.actor.tell(cancel_timer{"single"}, f.answers.untyped());
   f.actor.tell(cancel_timer{"periodic"}, f.answers.untyped());
-  f.ds.clock().advance(10ms);
+  f.queue_ticks(10ms, 2);
   f.ds.run();
 
   EXPECT_TRUE(f.answers.expect_message());
@@ -187,7 +196,7 @@ TEST(Timers, StartingAKeyAgainDropsTheOldTimersQueuedMessage) {
   f.ds.run();
 
   f.actor.tell(start_single{"t", 2, 30ms});
-  f.ds.clock().advance(10ms);  // tick 1 is queued behind the replacement
+  f.queue_ticks(10ms, 1);  // tick 1 is queued behind the replacement
   f.ds.run();
   f.ticks.expect_no_message(1ms);
 
@@ -253,9 +262,12 @@ TEST(Timers, RestartingTheActorDropsATickAlreadyQueued) {
   f.ds.run();
 
   f.actor.tell(crash{});
-  f.ds.clock().advance(10ms);  // the tick waits behind the crash
+  f.queue_ticks(10ms, 1);  // the tick waits behind the crash
   f.ds.run();
 
+  f.ticks.expect_no_message(1ms);
+  EXPECT_EQ(f.ds.clock().pending(), 0u);
+  f.ds.advance(1h);
   f.ticks.expect_no_message(1ms);
 }
 

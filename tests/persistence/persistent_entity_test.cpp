@@ -171,12 +171,12 @@ TEST(PersistentEntity, AFailedPersistStopsTheEntityAndTheAskerGetsTheError) {
   try {
     failed.get();
     ADD_FAILURE() << "the ask should fail";
-  } catch (const std::system_error& e) {
+  } catch (const troupe::error& e) {  // every layer's failures are troupe::error
     EXPECT_EQ(e.code(), tp::errc::store_failure) << e.what();
     EXPECT_NE(std::string(e.what()).find("acct-5"), std::string::npos) << e.what();
   }
   // The command queued behind it never ran against the unpersisted state.
-  EXPECT_THROW(after.get(), std::system_error);
+  EXPECT_THROW(after.get(), troupe::error);
   await_condition([&] { return a.is_terminated(); }, 5s, "the entity stopped");
   EXPECT_EQ(gate->held(), 0U);
   EXPECT_FALSE(

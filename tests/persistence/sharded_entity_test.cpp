@@ -120,6 +120,7 @@ TEST(ShardedEntity, OpensTheSqlitePluginTheConfigurationNames) {
   troupe::actor_system unregistered(
       two_workers().with_config(troupe::config::parse_string("troupe.persistence.plugin = pg")));
   EXPECT_THROW((void)tp::get(unregistered).default_plugin(), tp::persistence_error);
+  EXPECT_THROW((void)tp::get(unregistered).default_plugin(), troupe::error);
 }
 
 TEST(DurableStateEntity, WritesEachNewStateWithTheNextRevision) {
@@ -164,7 +165,7 @@ TEST(DurableStateEntity, ALostRevisionCheckStopsTheEntityAndTheAskerHears) {
   try {
     ask<std::int64_t>(c2, counter_command{increment{"c2", "y"}});
     ADD_FAILURE() << "the write should lose the revision check";
-  } catch (const std::system_error& e) {
+  } catch (const troupe::error& e) {  // every layer's failures are troupe::error
     EXPECT_EQ(e.code(), tp::errc::revision_conflict) << e.what();
   }
   await_condition([&] { return c2.is_terminated(); }, 5s, "c2 stopped");

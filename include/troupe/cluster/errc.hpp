@@ -2,6 +2,8 @@
 /// Error codes of the cluster layer (transport, handshake, remote delivery), and the exception
 /// that carries one of them with the context.
 
+#include <troupe/core/errc.hpp>
+
 #include <string>
 #include <system_error>
 
@@ -34,16 +36,14 @@ inline std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), error_category()};
 }
 
-/// The exception the cluster layer throws: an error code plus a message with the context.
-class cluster_error : public std::system_error {
+/// The exception the cluster layer throws: a troupe::error, so `catch (const troupe::error&)`
+/// catches it with every other layer's.
+class cluster_error : public troupe::error {
  public:
   cluster_error(errc code, std::string what)
-      : std::system_error(make_error_code(code)), what_(std::move(what)) {}
+      : troupe::error(make_error_code(code), std::move(what)) {}
+  /// The cluster code (hides troupe::error::value, which names only core codes).
   [[nodiscard]] errc value() const noexcept { return static_cast<errc>(code().value()); }
-  [[nodiscard]] const char* what() const noexcept override { return what_.c_str(); }
-
- private:
-  std::string what_;
 };
 
 }  // namespace troupe::cluster

@@ -141,8 +141,7 @@ class actor_ref : public untyped_ref {
             auto ex = boost::asio::get_associated_executor(*shared);
             boost::asio::dispatch(ex, [shared, ec]() {
               std::exception_ptr e;
-              if (ec)
-                e = std::make_exception_ptr(error(static_cast<errc>(ec.value()), ec.message()));
+              if (ec) e = std::make_exception_ptr(error(ec, ec.message()));
               std::move (*shared)(e);
             });
           };
@@ -156,8 +155,9 @@ class actor_ref : public untyped_ref {
   }
 
   /// Sends `msg` with a one-shot reply target and completes with the first reply of type R.
-  /// Fails with errc::ask_timeout after `timeout`, and at once with errc::recipient_terminated
-  /// when the message cannot be delivered. The token picks the form: by default an
+  /// Fails with errc::ask_timeout after `timeout`, at once with errc::recipient_terminated
+  /// when the message cannot be delivered, and at once with errc::system_terminated when the
+  /// system shuts down first. The token picks the form: by default an
   /// asio::awaitable<R> for coroutines; troupe::use_future gives a std::future<R>.
   template <class R, class Token = boost::asio::use_awaitable_t<>>
   auto ask(M msg, duration timeout, Token&& token = {}) const {

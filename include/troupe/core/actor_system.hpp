@@ -117,7 +117,8 @@ class actor_system {
   /// For sockets and other Asio I/O objects; run by the system's I/O thread.
   [[nodiscard]] boost::asio::io_context& io_context() noexcept;
 
-  /// Starts a graceful shutdown: /user actors stop top-down (children before parents, each
+  /// Starts a graceful shutdown: every pending ask fails at once with errc::system_terminated
+  /// (and so does every later ask), /user actors stop top-down (children before parents, each
   /// running post_stop), then /system actors; returns at once.
   void terminate();
   /// Blocks until terminated.

@@ -1,5 +1,6 @@
 #pragma once
-/// Error codes of the actor core, one enum with a sentence per code (CAF's `sec`).
+/// Error codes of the actor core, one enum with a sentence per code (CAF's `sec`), and
+/// troupe::error, the exception every layer throws (docs/errors.md lists every layer's codes).
 
 #include <string>
 #include <system_error>
@@ -34,7 +35,10 @@ enum class errc {
   not_in_actor,
   /// The actor is not a sharded entity (it has no entity identity).
   not_an_entity,
-  /// A message could not be routed to an entity: empty id, a throwing extractor, unknown type.
+  /// A message could not be routed to an entity: the entity-id extractor returned an empty id,
+  /// is missing or threw, or the shard-id or entity-message extractor threw; also a sharding
+  /// type that was not started. (A message of a type the region does not accept is a dead
+  /// letter with bad_reply_type, like any message of the wrong type.)
   invalid_entity_id,
 };
 
@@ -45,12 +49,20 @@ inline std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), error_category()};
 }
 
-/// The exception the runtime throws: an error code plus a message with the context.
+/// The exception every layer throws and every failed ask completes with: an error code plus a
+/// message with the context. The code's category names the layer (troupe, troupe.persistence,
+/// troupe.cluster): compare `code()` with any layer's errc, e.g.
+/// `e.code() == troupe::persistence::errc::sequence_conflict`.
 class error : public std::system_error {
  public:
-  error(errc code, std::string what)
-      : std::system_error(make_error_code(code)), what_(std::move(what)) {}
-  [[nodiscard]] errc value() const noexcept { return static_cast<errc>(code().value()); }
+  /// An error of the core.
+  error(errc code, std::string what) : error(make_error_code(code), std::move(what)) {}
+  /// An error of any layer; `code` carries that layer's category.
+  error(std::error_code code, std::string what) : std::system_error(code), what_(std::move(what)) {}
+  /// The core's code; errc{} (0, no code) when code() belongs to another layer.
+  [[nodiscard]] errc value() const noexcept {
+    return code().category() == error_category() ? static_cast<errc>(code().value()) : errc{};
+  }
   [[nodiscard]] const char* what() const noexcept override { return what_.c_str(); }
 
  private:

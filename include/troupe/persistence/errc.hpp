@@ -2,6 +2,8 @@
 /// Error codes of the persistence layer (codecs and stores), one enum with a sentence per code,
 /// and the exception that carries one of them with the context (persistence id, byte offset...).
 
+#include <troupe/core/errc.hpp>
+
 #include <string>
 #include <system_error>
 
@@ -38,17 +40,14 @@ inline std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), error_category()};
 }
 
-/// The exception the persistence layer throws (and hands to completion handlers): an error code
-/// plus a message with the context.
-class persistence_error : public std::system_error {
+/// The exception the persistence layer throws (and hands to completion handlers): a
+/// troupe::error, so `catch (const troupe::error&)` catches it with every other layer's.
+class persistence_error : public troupe::error {
  public:
   persistence_error(errc code, std::string what)
-      : std::system_error(make_error_code(code)), what_(std::move(what)) {}
+      : troupe::error(make_error_code(code), std::move(what)) {}
+  /// The persistence code (hides troupe::error::value, which names only core codes).
   [[nodiscard]] errc value() const noexcept { return static_cast<errc>(code().value()); }
-  [[nodiscard]] const char* what() const noexcept override { return what_.c_str(); }
-
- private:
-  std::string what_;
 };
 
 }  // namespace troupe::persistence

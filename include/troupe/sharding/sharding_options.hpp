@@ -1,7 +1,8 @@
 #pragma once
 /// How a sharded type is started: its name, its entity class (with constructor arguments), how
 /// to read an entity id from a message, and the knobs of shards and passivation. Unset knobs
-/// fall back to the node's configuration, then to the defaults in shared/DESIGN.md.
+/// fall back to the node's configuration (`troupe.sharding.*`), then to the defaults listed in
+/// docs/configuration.md ("troupe.sharding keys") and docs/sharding.md ("Options and defaults").
 
 #include <troupe/core/actor.hpp>
 #include <troupe/core/clock.hpp>

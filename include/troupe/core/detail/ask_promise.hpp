@@ -1,10 +1,11 @@
 #pragma once
 /// The one-shot target behind an ask: completes its handler with the first reply, a timeout,
-/// or the news that the question could not be delivered.
+/// the news that the question could not be delivered, or the system's shutdown.
 
 #include <troupe/core/clock.hpp>
 #include <troupe/core/detail/actor_target.hpp>
 #include <troupe/core/detail/message_convert.hpp>
+#include <troupe/core/detail/pending_ask.hpp>
 #include <troupe/core/errc.hpp>
 
 #include <boost/asio/associated_executor.hpp>
@@ -23,18 +24,32 @@ namespace troupe::detail {
 std::shared_ptr<clock> clock_of(system_impl* system) noexcept;
 
 template <class R, class Handler>
-class ask_promise final : public actor_target {
+class ask_promise final : public pending_ask {
  public:
-  ask_promise(Handler handler, intrusive_ptr<actor_target> recipient)
-      : handler_(std::move(handler)), recipient_(std::move(recipient)) {}
+  ask_promise(Handler handler, intrusive_ptr<actor_target> recipient, std::shared_ptr<clock> clk,
+              duration timeout)
+      : clock_(std::move(clk)),
+        timeout_(timeout),
+        handler_(std::move(handler)),
+        recipient_(std::move(recipient)) {}
 
   ~ask_promise() override = default;
 
-  void arm_timeout(std::shared_ptr<clock> clk, duration timeout) {
-    clock_ = std::move(clk);
-    timeout_ = timeout;
+  /// Lists the ask with its system (terminate() fails it); false when the system is shutting
+  /// down, in which case the ask has failed with errc::system_terminated.
+  bool enlist() {
+    // Both set before listing: terminate() may complete us as soon as we are listed.
+    system_ = recipient_->owner();
+    system_ref_ = keep_system_alive(system_);
+    if (list_ask(system_, *this)) return true;
+    fail(make_error_code(errc::system_terminated),
+         "ask to " + recipient_->path() + ": the actor system is shutting down");
+    return false;
+  }
+
+  void arm_timeout() {
     intrusive_ptr<ask_promise> self(this);
-    timer_.store(clock_->schedule_after(timeout, [self] { self->on_timeout(); }),
+    timer_.store(clock_->schedule_after(timeout_, [self] { self->on_timeout(); }),
                  std::memory_order_release);
     if (done_.load(std::memory_order_acquire)) cancel_timer();
   }
@@ -55,13 +70,13 @@ class ask_promise final : public actor_target {
   void notify_undelivered(std::error_code code, const std::string& reason) noexcept override {
     fail(code, "ask to " + recipient_->path() + " failed: " + reason);
   }
+  void fail_on_shutdown() noexcept override {
+    fail(make_error_code(errc::system_terminated),
+         "ask to " + recipient_->path() + " failed: the actor system is shutting down");
+  }
 
   void fail(std::error_code code, const std::string& what) noexcept {
-    if (code.category() == error_category()) {
-      complete(std::make_exception_ptr(error(static_cast<errc>(code.value()), what)), R{});
-    } else {
-      complete(std::make_exception_ptr(std::system_error(code, what)), R{});
-    }
+    complete(std::make_exception_ptr(error(code, what)), R{});
   }
 
  private:
@@ -92,12 +107,16 @@ class ask_promise final : public actor_target {
 
   void cancel_timer() noexcept {
     const timer_id id = timer_.exchange(0, std::memory_order_acq_rel);
-    if (id != 0 && clock_ != nullptr) clock_->cancel(id);
+    if (id != 0) clock_->cancel(id);
   }
 
   void complete(std::exception_ptr error, R value) noexcept {
     if (done_.exchange(true, std::memory_order_acq_rel)) return;
+    // The first completion wins (reply, timeout, undelivered question or shutdown); the others
+    // return above. Keep ourselves alive: delisting drops the registry's reference.
+    intrusive_ptr<ask_promise> self(this);
     cancel_timer();
+    if (system_ != nullptr) delist_ask(system_, *this);
     Handler handler = std::move(*handler_);
     handler_.reset();
     auto ex = boost::asio::get_associated_executor(handler);
@@ -112,36 +131,42 @@ class ask_promise final : public actor_target {
 
   std::atomic<bool> done_{false};
   std::atomic<timer_id> timer_{0};
-  std::shared_ptr<clock> clock_;
-  duration timeout_{};
+  const std::shared_ptr<clock> clock_;
+  const duration timeout_;
   std::optional<Handler> handler_;
   intrusive_ptr<actor_target> recipient_;
+  system_impl* system_ = nullptr;
+  intrusive_ptr<ref_counted> system_ref_;  // keeps the registry alive while we may be listed
 };
 
-/// Creates the promise and arms its timeout; fails the handler at once (returning null) when
-/// there is no recipient or no running system.
+/// Creates the promise, lists it with its system and arms its timeout; fails the handler at once
+/// (returning null) when there is no recipient or no running system.
 template <class R, class Handler>
 intrusive_ptr<actor_target> make_ask_promise(Handler handler,
                                              const intrusive_ptr<actor_target>& recipient,
                                              duration timeout) {
   std::shared_ptr<clock> clk = recipient ? clock_of(recipient->owner()) : nullptr;
-  if (clk == nullptr || recipient->is_terminated()) {
-    const auto code = !recipient       ? errc::recipient_terminated
-                      : clk == nullptr ? errc::system_terminated
-                                       : errc::recipient_terminated;
+  if (clk == nullptr) {
+    const auto code = !recipient ? errc::recipient_terminated : errc::system_terminated;
     const std::string what =
-        !recipient       ? "ask through an empty actor_ref"
-        : clk == nullptr ? "ask to " + recipient->path() + ": the actor system is terminated"
-                         : "ask to " + recipient->path() + ": the recipient is terminated";
+        !recipient ? "ask through an empty actor_ref"
+                   : "ask to " + recipient->path() + ": the actor system is terminated";
     auto ex = boost::asio::get_associated_executor(handler);
     boost::asio::dispatch(ex, [h = std::move(handler), code, what]() mutable {
       std::move(h)(std::make_exception_ptr(error(code, what)), R{});
     });
     return nullptr;
   }
-  auto* p = new ask_promise<R, Handler>(std::move(handler), recipient);
+  auto* p = new ask_promise<R, Handler>(std::move(handler), recipient, std::move(clk), timeout);
   intrusive_ptr<actor_target> ref(p, adopt);
-  p->arm_timeout(std::move(clk), timeout);
+  // A shutting-down system fails the ask first, so that every ask it refuses fails alike.
+  if (!p->enlist()) return nullptr;
+  if (recipient->is_terminated()) {
+    p->fail(make_error_code(errc::recipient_terminated),
+            "ask to " + recipient->path() + ": the recipient is terminated");
+    return nullptr;
+  }
+  p->arm_timeout();
   return ref;
 }
 
