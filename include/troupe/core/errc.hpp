@@ -36,6 +36,11 @@ enum class errc {
   not_an_entity,
   /// A message could not be routed to an entity: empty id, a throwing extractor, unknown type.
   invalid_entity_id,
+  /// A sharded entity could not be started: its constructor threw, or spawning it failed.
+  entity_start_failed,
+  /// The runtime could not pass a message on: its copy or move constructor threw, or memory ran
+  /// out.
+  message_copy_failed,
 };
 
 /// The `std::error_category` of troupe::errc.
