@@ -210,9 +210,9 @@ shard_stop_run stop_the_shard_and_send(mode how, int first) {
   shard_stop_run out;
   for (int i = 1; i < next; ++i) out.expected += " " + std::to_string(i);
   out.items = f.view("a");
-  const auto after = f.deliveries();  // the sends and the view since `before`
-  out.restarted = after.first == before.first + static_cast<std::uint64_t>(next) &&
-                  after.second == static_cast<std::uint64_t>(next);
+  // The shard actor that counts these is not the one that counted `before`.
+  const auto after = f.deliveries();
+  out.restarted = after.second + before.first <= after.first;
   return out;
 }
 
