@@ -104,6 +104,12 @@ struct fixture {
     region = cluster_sharding::get(ds.system()).start(std::move(options));
   }
 
+  fixture(const fixture&) = delete;
+  fixture& operator=(const fixture&) = delete;
+  // The held ref points into the system, which the entities' constructor arguments (and with
+  // them `held`) live in: let go of it, or the system would keep itself alive.
+  ~fixture() { *held = {}; }
+
   /// The ref this mode sends through for entity `id`.
   troupe::actor_ref<step> to(const std::string& id) {
     return m == mode::entity_ref

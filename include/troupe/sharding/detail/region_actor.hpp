@@ -116,7 +116,15 @@ class region_actor final : public actor<region_message<M>> {
     setup_->routes->for_each(close);
     for (auto& [shard, entry] : shards_) {
       if (entry.own_route) close(shard, *entry.own_route);
+      // What waited here for a stopping shard goes to dead letters too.
+      for (auto& p : entry.buffer) {
+        dead_letter_in_place(this->context().system().dead_letters(), std::move(p.envelope),
+                             *p.message, this->context().path(), errc::mailbox_full,
+                             "region " + setup_->settings.type_name + " stopped");
+      }
+      entry.buffer.clear();
     }
+    buffered_ = 0;
   }
 
   void receive(region_message<M>& msg) override {

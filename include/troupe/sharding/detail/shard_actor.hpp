@@ -174,6 +174,20 @@ class shard_actor final : public basic_actor<shard_message<M>> {
 
   void turn_ended(std::size_t handled) noexcept override { stats_.batch_sizes.record(handled); }
 
+  // Stopped with entities still stopping (its region stopped): what waited for their next
+  // incarnations goes to dead letters.
+  void post_stop() override {
+    for (auto& [id, waiting] : stopping_) {
+      for (auto& p : waiting) {
+        to_dead_letters(std::move(p), errc::recipient_terminated,
+                        "shard " + std::to_string(setup_->id) + " stopped while entity '" +
+                            std::string(id) + "' stopped");
+      }
+    }
+    stopping_.clear();
+    buffered_ = 0;
+  }
+
   void pre_start() override {
     this->context().cell().set_child_entity_home(&setup_->home);
     arm_idle_check();
