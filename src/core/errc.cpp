@@ -37,6 +37,10 @@ class troupe_category final : public std::error_category {
         return "not a sharded entity";
       case errc::invalid_entity_id:
         return "invalid entity id";
+      case errc::entity_start_failed:
+        return "entity could not be started";
+      case errc::message_copy_failed:
+        return "message could not be copied or moved";
     }
     return "unknown troupe error";
   }

@@ -51,6 +51,11 @@ void idle_and_lru_policy::entity_stopped(entity_key_view key) {
   e.next = std::exchange(free_, i);
 }
 
+std::vector<entity_key> idle_and_lru_policy::entity_started(entity_key_view key, time_point now) {
+  if (index_.contains(key)) return {};
+  return entity_touched(key, now);
+}
+
 std::vector<entity_key> idle_and_lru_policy::interval_passed(time_point now) {
   std::vector<entity_key> out;
   if (settings_.idle <= duration::zero()) return out;

@@ -127,35 +127,39 @@ TEST(DirectRouting, OrderHoldsWhileShardsStopAndStartBetweenBursts) {
     for (int i = 0; i < ids; ++i) {
       entities.push_back(sharding.entity_ref_for<numbered>("restless", "e" + std::to_string(i)));
     }
-    std::vector<std::thread> threads;
-    for (int s = 0; s < senders; ++s) {
-      threads.emplace_back([&, s] {
-        int sent = 0;
-        for (int b = 0; b < bursts; ++b) {
-          for (int i = 0; i < per_burst; ++i, ++sent) {
-            const int id = sent % ids;
-            numbered n{"e" + std::to_string(id), s, sent / ids};
-            if ((sent / ids) % 2 == 0) {
+    // Waits (with a deadline) until every shard has stopped; false if one never does.
+    auto all_shards_stop = [&] {
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (std::chrono::steady_clock::now() < deadline) {
+        bool resident = false;
+        for (const auto& info : sharding.shards("restless")) resident = resident || info.resident;
+        if (!resident) return true;
+        std::this_thread::sleep_for(1ms);
+      }
+      return false;
+    };
+    std::vector<int> sent(senders, 0);
+    for (int b = 0; b < bursts; ++b) {
+      std::vector<std::thread> threads;
+      for (int s = 0; s < senders; ++s) {
+        threads.emplace_back([&, s] {
+          for (int i = 0; i < per_burst; ++i, ++sent[s]) {
+            const int id = sent[s] % ids;
+            numbered n{"e" + std::to_string(id), s, sent[s] / ids};
+            if ((sent[s] / ids) % 2 == 0) {
               region.tell(std::move(n));
             } else {
               entities[static_cast<std::size_t>(id)].tell(std::move(n));
             }
           }
-          std::this_thread::sleep_for(5ms);  // long enough for idle entities and shards to stop
-        }
-      });
+        });
+      }
+      for (auto& t : threads) t.join();
+      await_seen(book, senders * (b + 1) * per_burst);
+      // Idle entities and then their shards stop between bursts: the next burst finds every
+      // route shut and goes through the restart path.
+      ASSERT_TRUE(all_shards_stop()) << "after burst " << b;
     }
-    for (auto& t : threads) t.join();
-    await_seen(book, senders * bursts * per_burst);
-    // Shards do stop here (once the last burst is over, all of them).
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    bool resident = true;
-    while (resident && std::chrono::steady_clock::now() < deadline) {
-      resident = false;
-      for (const auto& info : sharding.shards("restless")) resident = resident || info.resident;
-      std::this_thread::sleep_for(1ms);
-    }
-    EXPECT_FALSE(resident);
   }
   EXPECT_EQ(book.seen(), senders * bursts * per_burst);
   EXPECT_EQ(book.out_of_order, 0);

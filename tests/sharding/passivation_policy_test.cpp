@@ -161,6 +161,30 @@ TEST(LruPassivation, AnEntityTouchedWhilePassivatingCountsAgainstTheLimitAgain) 
   EXPECT_EQ(policy.active(), 1U);
 }
 
+TEST(LruPassivation, AStartReportTracksAnEntityWhoseStopReportCrossedItsNextMessage) {
+  idle_and_lru_policy policy(passivation_settings{0s, 2});
+  (void)policy.entity_touched(key("a"), t0);
+  (void)policy.entity_touched(key("b"), t0 + 1s);
+  // The shard stopped "a" and said so; the region meanwhile sent "a" a message, which started
+  // it again. The stop report arrives after that touch, the start report after the stop.
+  (void)policy.entity_touched(key("a"), t0 + 2s);
+  policy.entity_stopped(key("a"));
+  EXPECT_EQ(policy.active(), 1U);
+  EXPECT_TRUE(policy.entity_started(key("a"), t0 + 3s).empty());
+  EXPECT_EQ(policy.active(), 2U);  // "a" runs, and counts again
+  EXPECT_EQ(policy.entity_touched(key("c"), t0 + 4s), (keys{key("b")}));
+}
+
+TEST(LruPassivation, AStartReportLeavesATrackedEntityAsItIs) {
+  idle_and_lru_policy policy(passivation_settings{0s, 2});
+  (void)policy.entity_touched(key("a"), t0);
+  (void)policy.entity_touched(key("b"), t0 + 1s);
+  EXPECT_TRUE(policy.entity_started(key("a"), t0 + 2s).empty());  // not made most recent
+  EXPECT_EQ(policy.entity_touched(key("c"), t0 + 3s), (keys{key("a")}));
+  EXPECT_TRUE(policy.entity_started(key("a"), t0 + 4s).empty());  // passivating: stays so
+  EXPECT_EQ(policy.active(), 2U);
+}
+
 TEST(LruPassivation, ZeroMeansNoLimit) {
   idle_and_lru_policy policy(passivation_settings{0s, 0});
   for (int i = 0; i < 10'000; ++i) {

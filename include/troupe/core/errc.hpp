@@ -40,6 +40,11 @@ enum class errc {
   /// type that was not started. (A message of a type the region does not accept is a dead
   /// letter with bad_reply_type, like any message of the wrong type.)
   invalid_entity_id,
+  /// A sharded entity could not be started: its constructor threw, or spawning it failed.
+  entity_start_failed,
+  /// The runtime could not pass a message on: its copy or move constructor threw, or memory ran
+  /// out.
+  message_copy_failed,
 };
 
 /// The `std::error_category` of troupe::errc.

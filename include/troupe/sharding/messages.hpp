@@ -95,8 +95,15 @@ struct deliver {
 struct passivate_entity {
   std::string entity_id;
 };
-/// Shard to region: an entity has stopped.
+/// Shard to region (with an LRU limit): an entity has stopped, or could not be started.
 struct entity_stopped {
+  shard_id shard = 0;
+  std::string entity_id;
+};
+/// Shard to region (with an LRU limit): an incarnation of an entity has started. With the stop
+/// reports, the region's policy tracks exactly the entities that run, even where a report
+/// crosses a message the region sent.
+struct entity_started {
   shard_id shard = 0;
   std::string entity_id;
 };

@@ -6,7 +6,10 @@
 /// shape.
 ///
 /// The caller (the region, which sees the traffic of every shard on its node) asks the owning
-/// shard to stop each returned entity, and reports each stop with entity_stopped().
+/// shard to stop each returned entity, and reports each stop with entity_stopped() and each
+/// start with entity_started(). Reports arrive late: a stop report may cross a message that has
+/// already started the entity again. The start report that follows puts it back, so once
+/// reports stop flowing the policy tracks exactly the entities that run.
 ///
 /// **Returned once.** An entity a policy has returned is *passivating*: the policy does not return
 /// it again, and it no longer counts as active, until either
@@ -93,6 +96,12 @@ class passivation_policy {
   /// policy forgets it. Unknown keys are ignored.
   virtual void entity_stopped(entity_key_view key) = 0;
 
+  /// An incarnation of `key` has started at `now`. A key the policy tracks already stays as it
+  /// is; an unknown one (its stop report crossed the message that started it again) is tracked
+  /// from here on, as if touched. Returns the entities to passivate because of it.
+  [[nodiscard]] virtual std::vector<entity_key> entity_started(entity_key_view key,
+                                                               time_point now) = 0;
+
   /// The caller's periodic tick at `now`. Returns the entities to passivate because of time,
   /// e.g. those idle for too long.
   [[nodiscard]] virtual std::vector<entity_key> interval_passed(time_point now) = 0;
@@ -119,6 +128,8 @@ class idle_and_lru_policy final : public passivation_policy {
   [[nodiscard]] std::vector<entity_key> entity_touched(entity_key_view key,
                                                        time_point now) override;
   void entity_stopped(entity_key_view key) override;
+  [[nodiscard]] std::vector<entity_key> entity_started(entity_key_view key,
+                                                       time_point now) override;
   [[nodiscard]] std::vector<entity_key> interval_passed(time_point now) override;
   [[nodiscard]] std::size_t active() const override { return active_; }
 

@@ -10,6 +10,7 @@
 #include <troupe/core/concurrency_gate.hpp>
 #include <troupe/sharding/detail/shard_actor.hpp>
 #include <troupe/sharding/detail/shard_routes.hpp>
+#include <troupe/sharding/detail/undelivered.hpp>
 #include <troupe/sharding/entity_path.hpp>
 #include <troupe/sharding/messages.hpp>
 #include <troupe/sharding/passivation_policy.hpp>
@@ -34,8 +35,9 @@ struct shard_query {
 };
 
 template <class M>
-using region_message = std::variant<M, routed<M>, start_shard, route_full<M>, entity_stopped,
-                                    passivation_tick, get_region_state, shard_idle, shard_query>;
+using region_message =
+    std::variant<M, routed<M>, start_shard, route_full<M>, entity_stopped, entity_started,
+                 passivation_tick, get_region_state, shard_idle, shard_query>;
 
 /// Everything a region runs with.
 template <class M>
@@ -60,10 +62,11 @@ class region_actor final : public actor<region_message<M>> {
                                      setup_->settings.max_entities}) {}
 
  private:
+  // A message that waits for the next shard actor, in the envelope it came in (not moved).
   struct pending {
     std::string entity_id;
-    M message;
-    untyped_ref sender;
+    std::unique_ptr<troupe::detail::envelope_base> envelope;
+    M* message;
   };
   struct shard_entry {
     // The route's shard and setup fields are the running shard actor's: only this region
@@ -113,29 +116,61 @@ class region_actor final : public actor<region_message<M>> {
     setup_->routes->for_each(close);
     for (auto& [shard, entry] : shards_) {
       if (entry.own_route) close(shard, *entry.own_route);
+      // What waited here for a stopping shard goes to dead letters too.
+      for (auto& p : entry.buffer) {
+        dead_letter_in_place(this->context().system().dead_letters(), std::move(p.envelope),
+                             *p.message, this->context().path(), errc::mailbox_full,
+                             "region " + setup_->settings.type_name + " stopped");
+      }
+      entry.buffer.clear();
     }
+    buffered_ = 0;
   }
 
   void receive(region_message<M>& msg) override {
-    std::visit(overloaded{
-                   [this](M& m) { route_extracting(m); },
-                   [this](routed<M>& r) { route(r.entity_id, r.message); },
-                   [this](start_shard& s) { on_start_shard(s.shard); },
-                   [this](route_full<M>& f) {
-                     reject(std::move(f.message),
-                            "shard " + std::to_string(f.shard) +
-                                " holds buffer-size messages already while it starts or stops",
-                            errc::mailbox_full);
-                   },
-                   [this](entity_stopped& s) {
-                     policy_.entity_stopped(entity_key_view(s.shard, s.entity_id));
-                   },
-                   [this](passivation_tick&) { on_tick(); },
-                   [this](get_region_state&) { this->context().reply(state()); },
-                   [this](shard_idle& idle) { on_shard_idle(idle); },
-                   [this](shard_query& q) { on_shard_query(q); },
-               },
-               msg);
+    std::visit(
+        overloaded{
+            [this](M& m) { contained(m, [&] { route_extracting(m); }); },
+            [this](routed<M>& r) { contained(r.message, [&] { route(r.entity_id, r.message); }); },
+            [this](start_shard& s) { on_start_shard(s.shard); },
+            [this](route_full<M>& f) {
+              reject(f.message,
+                     "shard " + std::to_string(f.shard) +
+                         " holds buffer-size messages already while it starts or stops",
+                     errc::mailbox_full);
+            },
+            [this](entity_stopped& s) {
+              policy_.entity_stopped(entity_key_view(s.shard, s.entity_id));
+            },
+            [this](entity_started& s) {
+              for (auto& victim : policy_.entity_started(entity_key_view(s.shard, s.entity_id),
+                                                         this->context().clock().now())) {
+                passivate(victim);
+              }
+            },
+            [this](passivation_tick&) { on_tick(); },
+            [this](get_region_state&) { this->context().reply(state()); },
+            [this](shard_idle& idle) { on_shard_idle(idle); },
+            [this](shard_query& q) { on_shard_query(q); },
+        },
+        msg);
+  }
+
+  /// Runs `route` for `message`, which lives in the envelope being handled: when the message
+  /// cannot be moved on (its copy or move constructor throws), it becomes a dead letter from
+  /// that envelope, and the region goes on.
+  template <class F>
+  void contained(M& message, F&& route) {
+    try {
+      route();
+    } catch (...) {
+      if (auto* e = this->context().cell().release_current()) {
+        dead_letter_in_place(this->context().system().dead_letters(),
+                             std::unique_ptr<troupe::detail::envelope_base>(e), message,
+                             this->context().path(), errc::message_copy_failed,
+                             "region " + setup_->settings.type_name + ": " + copy_failure_reason());
+      }
+    }
   }
 
   // Messages are routed in place (they live in the envelope until the handler returns) and
@@ -144,13 +179,13 @@ class region_actor final : public actor<region_message<M>> {
     std::string id;
     try {
       if (!setup_->extract_entity_id) {
-        reject(std::move(message), "type '" + setup_->settings.type_name +
-                                       "' was started without an entity-id extractor");
+        reject(message, "type '" + setup_->settings.type_name +
+                            "' was started without an entity-id extractor");
         return;
       }
       id = setup_->extract_entity_id(message);
-    } catch (const std::exception& e) {
-      reject(std::move(message), std::string("the entity-id extractor threw: ") + e.what());
+    } catch (...) {
+      reject(message, "the entity-id extractor threw: " + describe_current_exception());
       return;
     }
     route(id, message);
@@ -158,15 +193,15 @@ class region_actor final : public actor<region_message<M>> {
 
   void route(std::string& id, M& message) {
     if (id.empty()) {
-      reject(std::move(message), "empty entity id");
+      reject(message, "empty entity id");
       return;
     }
     shard_id shard;
     try {
       shard = setup_->extract_shard_id ? setup_->extract_shard_id(id)
                                        : shard_of(id, setup_->settings.num_shards);
-    } catch (const std::exception& e) {
-      reject(std::move(message), std::string("cannot route entity '") + id + "': " + e.what());
+    } catch (...) {
+      reject(message, "cannot route entity '" + id + "': " + describe_current_exception());
       return;
     }
     // Only messages that come through sharding count as an entity's activity.
@@ -179,19 +214,20 @@ class region_actor final : public actor<region_message<M>> {
     auto& entry = entry_of(shard);
     if (entry.stopping) {
       if (buffered_ >= setup_->settings.buffer_size) {
-        reject(std::move(message),
-               "region buffer full while shard " + std::to_string(shard) + " stops",
+        reject(message, "region buffer full while shard " + std::to_string(shard) + " stops",
                errc::mailbox_full);
         return;
       }
-      entry.buffer.push_back({std::move(id), std::move(message), this->context().sender()});
+      // The message waits in its own envelope, with its sender: nothing moves.
+      entry.buffer.push_back({std::move(id), nullptr, &message});
+      entry.buffer.back().envelope.reset(this->context().cell().release_current());
       ++buffered_;
       return;
     }
     // 1 in 16 carries its send time, which the shard's queue-wait figure samples.
     time_point sent_at{};
     if ((++sampled_ & 15U) == 0) sent_at = this->context().clock().now();
-    send(shard, entry, std::move(id), std::move(message), this->context().sender(), sent_at);
+    send(shard, entry, std::move(id), message, this->context().sender(), sent_at);
   }
 
   /// A route holds messages for a shard with no actor: start one (unless the current one is
@@ -213,7 +249,9 @@ class region_actor final : public actor<region_message<M>> {
     return it->second;
   }
 
-  void send(shard_id shard, shard_entry& entry, std::string id, M message,
+  /// Delivers `message` to entity `id` of `shard`; throws, leaving `message` where it is, when
+  /// it cannot be moved.
+  void send(shard_id shard, shard_entry& entry, std::string id, M& message,
             const untyped_ref& sender, time_point sent_at = {}) {
     ensure_shard(shard, entry);
     // Built in place in its envelope: id and message move once.
@@ -276,7 +314,14 @@ class region_actor final : public actor<region_message<M>> {
       buffered_ -= buffer.size();
       if (held) ensure_shard(shard, entry);
       for (auto& p : buffer) {
-        send(shard, entry, std::move(p.entity_id), std::move(p.message), p.sender);
+        try {
+          send(shard, entry, std::move(p.entity_id), *p.message, untyped_ref(p.envelope->sender));
+        } catch (...) {
+          dead_letter_in_place(
+              this->context().system().dead_letters(), std::move(p.envelope), *p.message,
+              this->context().path(), errc::message_copy_failed,
+              "region " + setup_->settings.type_name + ": " + copy_failure_reason());
+        }
       }
       return;
     }
@@ -294,9 +339,12 @@ class region_actor final : public actor<region_message<M>> {
       setup->extract_entity_message = setup_->extract_entity_message;
       setup->region = this->context().self_ref();
       setup->buffer_size = setup_->settings.buffer_size;
-      if (keeps_order()) {  // the policy forgets stopped entities
+      if (keeps_order()) {  // the policy follows every start and stop
         setup->report_stopped = [](const untyped_ref& region, entity_stopped s) {
           region.tell_any(region_message<M>(std::in_place_type<entity_stopped>, std::move(s)));
+        };
+        setup->report_started = [](const untyped_ref& region, entity_started s) {
+          region.tell_any(region_message<M>(std::in_place_type<entity_started>, std::move(s)));
         };
       }
       setup->report_idle = [](const untyped_ref& region, shard_idle i) {
@@ -317,7 +365,12 @@ class region_actor final : public actor<region_message<M>> {
 
   void passivate(const entity_key& key) {
     auto it = shards_.find(key.shard);
-    if (it == shards_.end() || !it->second.route->shard) return;
+    if (it == shards_.end() || !it->second.route->shard || it->second.stopping) {
+      // No shard actor runs, so neither does the entity: forget it. A message waiting for the
+      // shard starts it again, and the shard reports that start.
+      policy_.entity_stopped(key);
+      return;
+    }
     it->second.route->shard.tell(passivate_entity{key.id});
   }
 
@@ -344,11 +397,15 @@ class region_actor final : public actor<region_message<M>> {
     return out;
   }
 
-  void reject(M message, std::string reason, errc code = errc::invalid_entity_id) {
-    auto* e = new troupe::detail::envelope<M>(std::move(message));
-    e->sender = this->context().sender().target_ptr();
-    dead_letter_from(this->context(), e, code,
-                     "region " + setup_->settings.type_name + ": " + std::move(reason));
+  /// Publishes `message`, which lives in the envelope being handled, as a dead letter (without
+  /// moving it: its move may be what failed).
+  void reject(M& message, std::string reason, errc code = errc::invalid_entity_id) {
+    auto* e = this->context().cell().release_current();
+    if (e == nullptr) return;  // not in a handler: cannot happen
+    dead_letter_in_place(this->context().system().dead_letters(),
+                         std::unique_ptr<troupe::detail::envelope_base>(e), message,
+                         this->context().path(), code,
+                         "region " + setup_->settings.type_name + ": " + std::move(reason));
   }
 
   std::shared_ptr<const region_setup<M>> setup_;

@@ -9,6 +9,7 @@
 #include <troupe/core/detail/message_convert.hpp>
 #include <troupe/sharding/detail/region_actor.hpp>
 #include <troupe/sharding/detail/shard_routes.hpp>
+#include <troupe/sharding/detail/undelivered.hpp>
 #include <troupe/sharding/entity_path.hpp>
 #include <troupe/sharding/shard_id.hpp>
 
@@ -48,9 +49,10 @@ class region_forwarder : public troupe::detail::actor_target {
  protected:
   [[nodiscard]] const untyped_ref& region() const noexcept { return region_; }
   /// Sends `wrapped` (the region's own envelope for `e`'s payload) to the region in `e`'s place.
-  void replace_to_region(troupe::detail::envelope_base* e, troupe::detail::envelope_base* wrapped) {
+  void replace_to_region(std::unique_ptr<troupe::detail::envelope_base>& e,
+                         troupe::detail::envelope_base* wrapped) noexcept {
     wrapped->sender = std::move(e->sender);
-    delete e;
+    e.reset();
     region_.target()->enqueue(wrapped);
   }
 
@@ -78,34 +80,54 @@ class region_ingress final : public region_forwarder {
 
   // The sender's envelope goes on as it is when the shard can read the id from the message
   // itself (a region ref: the extractor): no copy and no allocation on the way to the entity.
+  // `held` owns whichever envelope holds the message at each step: a message that cannot be
+  // moved on (its copy or move constructor throws) becomes a dead letter from there.
   void forward(troupe::detail::envelope_base* e) noexcept override {
+    std::unique_ptr<troupe::detail::envelope_base> held(e);
+    M* message = nullptr;
     try {
       const bool direct = setup_->routes->direct();
-      const bool as_is = direct && !entity_id_ && e->kind == troupe::detail::envelope_kind::user &&
-                         e->type() == typeid(M);
-      if (as_is && send_along_route(*static_cast<M*>(e->payload()), e)) return;
-      auto message = troupe::detail::convert_payload<M>(*e);
-      if (!message) {
-        region().target()->enqueue_any(e);  // the region dead-letters what it cannot take
-        return;
+      if (held->kind == troupe::detail::envelope_kind::user && held->type() == typeid(M)) {
+        message = static_cast<M*>(held->payload());
+      } else {
+        auto converted = troupe::detail::convert_payload<M>(*held);
+        if (!converted) {
+          region().target()->enqueue_any(held.release());  // the region dead-letters it
+          return;
+        }
+        auto* own = new troupe::detail::envelope<M>(std::move(*converted));
+        own->sender = std::move(held->sender);
+        held.reset(own);
+        message = &own->value;
       }
-      // A message that failed to go as it is would fail again here: only the rest try.
-      if (direct && !as_is && send_along_route(*message, e)) return;
+      if (direct && send_along_route(*message, held)) return;
       // To the region as it came: it extracts again and rejects with the reason.
-      auto* wrapped = entity_id_ ? new region_envelope(std::in_place_type<routed<M>>,
-                                                       routed<M>{*entity_id_, std::move(*message)})
+      auto* wrapped = entity_id_ ? new region_envelope(std::in_place_type<routed<M>>, *entity_id_,
+                                                       std::move(*message))
                                  : new region_envelope(std::in_place_index<0>, std::move(*message));
-      replace_to_region(e, wrapped);
+      replace_to_region(held, wrapped);
     } catch (...) {
-      delete e;  // out of memory: nothing sensible left to do
+      if (held && message != nullptr) {
+        dead_letter_in_place(troupe::detail::dead_letters_of(*owner()), std::move(held), *message,
+                             path(), errc::message_copy_failed,
+                             "region " + setup_->settings.type_name + ": " + copy_failure_reason());
+      } else if (held) {
+        troupe::detail::dead_letters_of(*owner()).publish(
+            held.release(), path(), make_error_code(errc::message_copy_failed),
+            "region " + setup_->settings.type_name + ": " + copy_failure_reason());
+      }
+      // Else the message is on its way already (what failed was telling the region to start
+      // the shard: out of memory).
     }
   }
 
-  /// Sends `message` (in `e`, or moved out of it) along its shard's route: into the shard
-  /// actor's mailbox when the route is open, else held in the route until the region has started
-  /// the actor. Takes `e` and returns true, unless the id or shard cannot be read here (the
-  /// region then rejects the message, saying why), the shard has no route, or the region is gone.
-  bool send_along_route(M& message, troupe::detail::envelope_base* e) {
+  /// Sends `message` (in `held`'s envelope) along its shard's route: into the shard actor's
+  /// mailbox when the route is open, else held in the route until the region has started the
+  /// actor. Takes the envelope and returns true, unless the id or shard cannot be read here
+  /// (the region then rejects the message, saying why), the shard has no route, or the region
+  /// is gone. Throws when the message cannot be moved; `held` then owns the envelope that holds
+  /// it.
+  bool send_along_route(M& message, std::unique_ptr<troupe::detail::envelope_base>& held) {
     std::string id;
     shard_id shard = 0;
     shard_route<M>* route = nullptr;
@@ -123,48 +145,40 @@ class region_ingress final : public region_forwarder {
       return false;  // the region calls the extractor again and handles what it throws
     }
     if (route == nullptr) return false;
-    // The shard reads the id from a message in its own envelope; else it needs a delivery.
-    const bool as_is = e->payload() == &message;
-    std::unique_ptr<troupe::detail::envelope_base> out(
-        as_is ? e : delivery(std::move(id), message, *e, time_point{}));
-    if (!as_is) delete e;
-    // From here on `e` is ours: whatever fails, the caller must not touch it.
-    try {
-      bool ask_start = false;
-      bool closed = false;
-      {
-        std::lock_guard lock(route->lock);
-        switch (route->state) {
-          case route_state::open:
-            if ((++route->sampled & 15U) == 0) stamp(out, id);  // for the queue-wait figure
-            route->deliver_locked(out.release());
-            return true;
-          case route_state::idle:
-            route->state = route_state::starting;
-            ask_start = true;
-            route->hold_locked(out.release());
-            break;
-          case route_state::starting:
-          case route_state::stopping:
-            if (route->held < setup_->settings.buffer_size) route->hold_locked(out.release());
-            break;
-          case route_state::closed:
-            closed = true;
-            break;
-        }
+    // The shard reads the id from a message in its own envelope (a region ref); else it needs a
+    // delivery. Built before the lock: a constructor that throws leaves the message where it was.
+    if (entity_id_) held.reset(delivery(std::move(id), message, *held, time_point{}));
+    bool ask_start = false;
+    bool closed = false;
+    {
+      std::lock_guard lock(route->lock);
+      switch (route->state) {
+        case route_state::open:
+          if ((++route->sampled & 15U) == 0) stamp(held, id);  // for the queue-wait figure
+          route->deliver_locked(held.release());
+          return true;
+        case route_state::idle:
+          route->state = route_state::starting;
+          ask_start = true;
+          route->hold_locked(held.release());
+          break;
+        case route_state::starting:
+        case route_state::stopping:
+          if (route->held < setup_->settings.buffer_size) route->hold_locked(held.release());
+          break;
+        case route_state::closed:
+          closed = true;
+          break;
       }
-      if (ask_start) {
-        tell_region(start_shard{shard});
-      } else if (out) {  // the route is full (the region rejects it) or the region is gone
-        M& payload = payload_of(*out);
-        auto* r = closed ? new region_envelope(std::in_place_index<0>, std::move(payload))
-                         : new region_envelope(std::in_place_type<route_full<M>>,
-                                               route_full<M>{shard, std::move(payload)});
-        r->sender = std::move(out->sender);
-        region().target()->enqueue(r);
-      }
-    } catch (...) {
-      // Out of memory: the message is lost.
+    }
+    if (ask_start) {
+      tell_region(start_shard{shard});
+    } else if (held) {  // the route is full (the region rejects it) or the region is gone
+      M& payload = payload_of(*held);
+      auto* r = closed ? new region_envelope(std::in_place_index<0>, std::move(payload))
+                       : new region_envelope(std::in_place_type<route_full<M>>, shard,
+                                             std::move(payload));
+      replace_to_region(held, r);
     }
     return true;
   }
@@ -173,7 +187,11 @@ class region_ingress final : public region_forwarder {
   void stamp(std::unique_ptr<troupe::detail::envelope_base>& out, std::string& id) {
     const time_point now = setup_->routes->clock().now();
     if (out->type() == typeid(M)) {
-      out.reset(delivery(std::move(id), payload_of(*out), *out, now));
+      // The message moves into the delivery: if that throws, it goes on unstamped.
+      try {
+        out.reset(delivery(std::move(id), payload_of(*out), *out, now));
+      } catch (...) {
+      }
     } else {
       std::get<deliver<M>>(static_cast<shard_envelope&>(*out).value).sent_at = now;
     }
@@ -185,6 +203,8 @@ class region_ingress final : public region_forwarder {
     return std::get<deliver<M>>(static_cast<shard_envelope&>(e).value).message;
   }
 
+  /// A delivery of `message` (moved out of `e`) to entity `id`, with `e`'s sender; `e` keeps
+  /// the message when this throws.
   static shard_envelope* delivery(std::string id, M& message, troupe::detail::envelope_base& e,
                                   time_point sent_at) {
     auto* d = new shard_envelope(std::in_place_type<deliver<M>>, std::move(id), std::move(message),
@@ -216,18 +236,19 @@ class shard_ingress final : public region_forwarder {
 
  private:
   void forward(troupe::detail::envelope_base* e) noexcept override {
+    std::unique_ptr<troupe::detail::envelope_base> held(e);
     try {
       auto query =
-          troupe::detail::convert_payload<std::variant<get_entity_ids, get_shard_stats>>(*e);
+          troupe::detail::convert_payload<std::variant<get_entity_ids, get_shard_stats>>(*held);
       if (!query) {
-        region().target()->enqueue_any(e);  // the region dead-letters what it cannot take
+        region().target()->enqueue_any(held.release());  // the region dead-letters it
         return;
       }
       replace_to_region(
-          e, new troupe::detail::envelope<region_message<M>>(
-                 std::in_place_type<shard_query>, shard_query{shard_, std::move(*query)}));
+          held, new troupe::detail::envelope<region_message<M>>(
+                    std::in_place_type<shard_query>, shard_query{shard_, std::move(*query)}));
     } catch (...) {
-      delete e;  // out of memory: nothing sensible left to do
+      // Out of memory: the query is lost, and its asker times out.
     }
   }
 

@@ -7,6 +7,7 @@
 #include <troupe/core/dead_letters.hpp>
 #include <troupe/core/supervision.hpp>
 #include <troupe/sharding/detail/id_hash.hpp>
+#include <troupe/sharding/detail/undelivered.hpp>
 #include <troupe/sharding/entity_path.hpp>
 #include <troupe/sharding/hot_keys.hpp>
 #include <troupe/sharding/messages.hpp>
@@ -45,7 +46,9 @@ struct shard_setup {
   entity_id_extractor<M> extract_entity_id;
   /// Applied here, just before the entity gets a message (null: none).
   std::function<M(M)> extract_entity_message;
+  /// Set with an LRU limit: the region's policy follows every start and stop.
   std::function<void(const untyped_ref& region, entity_stopped)> report_stopped;
+  std::function<void(const untyped_ref& region, entity_started)> report_started;
   std::function<void(const untyped_ref& region, shard_idle)> report_idle;
   /// How long the shard may stand empty before it asks to stop; 0 keeps it resident.
   duration passivation_idle{};
@@ -72,9 +75,11 @@ class shard_actor final : public basic_actor<shard_message<M>> {
   explicit shard_actor(std::shared_ptr<shard_setup<M>> setup) : setup_(std::move(setup)) {}
 
  private:
+  // A message that waits for an entity's next incarnation, in the envelope it came in (the
+  // sender's own, or a delivery): nothing moves while it waits.
   struct pending {
-    M message;
-    untyped_ref sender;
+    std::unique_ptr<troupe::detail::envelope_base> envelope;
+    M* message;
   };
 
   // The entities, found by id without storing it: 16 bytes per entity in a flat table.
@@ -105,12 +110,27 @@ class shard_actor final : public basic_actor<shard_message<M>> {
   }
 
   bool handle(troupe::detail::envelope_base& e) override {
-    if (e.type() == typeid(M)) {
-      on_direct(*static_cast<M*>(e.payload()));
-    } else {
-      receive(*static_cast<shard_message<M>*>(e.payload()));
+    try {
+      if (e.type() == typeid(M)) {
+        on_direct(*static_cast<M*>(e.payload()));
+      } else {
+        receive(*static_cast<shard_message<M>*>(e.payload()));
+      }
+    } catch (...) {
+      // A message that could not be moved on to its entity (its copy or move constructor threw)
+      // is still in the envelope being handled: a dead letter from there; the shard goes on.
+      if (M* message = message_in(e))
+        reject(*message, errc::message_copy_failed, copy_failure_reason());
     }
     return false;
+  }
+
+  /// The message for an entity in `e` (the sender's own envelope or a delivery), else null.
+  static M* message_in(troupe::detail::envelope_base& e) noexcept {
+    if (e.type() == typeid(M)) return static_cast<M*>(e.payload());
+    if (e.type() != typeid(shard_message<M>)) return nullptr;
+    auto* d = std::get_if<deliver<M>>(static_cast<shard_message<M>*>(e.payload()));
+    return d != nullptr ? &d->message : nullptr;
   }
 
   void receive(shard_message<M>& msg) {
@@ -154,6 +174,20 @@ class shard_actor final : public basic_actor<shard_message<M>> {
 
   void turn_ended(std::size_t handled) noexcept override { stats_.batch_sizes.record(handled); }
 
+  // Stopped with entities still stopping (its region stopped): what waited for their next
+  // incarnations goes to dead letters.
+  void post_stop() override {
+    for (auto& [id, waiting] : stopping_) {
+      for (auto& p : waiting) {
+        to_dead_letters(std::move(p), errc::recipient_terminated,
+                        "shard " + std::to_string(setup_->id) + " stopped while entity '" +
+                            std::string(id) + "' stopped");
+      }
+    }
+    stopping_.clear();
+    buffered_ = 0;
+  }
+
   void pre_start() override {
     this->context().cell().set_child_entity_home(&setup_->home);
     arm_idle_check();
@@ -184,10 +218,10 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     std::string id;
     try {
       id = setup_->extract_entity_id(message);
-    } catch (const std::exception& e) {  // the sender's call did not throw: not a pure extractor
+    } catch (...) {  // the sender's call did not throw: not a pure extractor
       ++delivered_;
-      reject(std::move(message), this->context().sender(), errc::invalid_entity_id,
-             std::string("the entity-id extractor threw: ") + e.what());
+      reject(message, errc::invalid_entity_id,
+             "the entity-id extractor threw: " + describe_current_exception());
       return;
     }
     deliver_to(id, message, time_point{}, /*pass_on=*/true);
@@ -198,13 +232,14 @@ class shard_actor final : public basic_actor<shard_message<M>> {
   void deliver_to(const std::string& id, M& message, time_point sent_at, bool pass_on) {
     ++delivered_;
     observe(id, sent_at);
-    const untyped_ref& sender = this->context().sender();
     if (setup_->extract_entity_message) {
       try {
         message = setup_->extract_entity_message(std::move(message));
-      } catch (const std::exception& e) {
-        reject(std::move(message), sender, errc::invalid_entity_id,
-               "cannot route entity '" + id + "': " + e.what());
+      } catch (...) {
+        const bool running = entities_.contains(std::string_view(id));
+        reject(message, errc::invalid_entity_id,
+               "cannot route entity '" + id + "': " + describe_current_exception());
+        if (!running) report_stopped(id);  // the region's policy counted it
         return;
       }
     }
@@ -212,15 +247,20 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     if (it != entities_.end()) {
       if (!stopping_.empty()) {
         if (auto s = stopping_.find(id); s != stopping_.end()) {
-          buffer(s->second, id, std::move(message), sender);
+          buffer(s->second, id, message);
           return;
         }
       }
       it->second = epoch_;
-      tell(it->first, message, sender, pass_on);
+      tell(it->first, message, this->context().sender(), pass_on);
       return;
     }
-    start_and_tell(id, message, sender, pass_on, "started");
+    const actor_ref<M>* started = start(id, "started");
+    if (started == nullptr) {
+      reject(message, errc::entity_start_failed, start_failure_);
+      return;
+    }
+    tell(*started, message, this->context().sender(), pass_on);
   }
 
   /// The last step of a delivery: `sender` may live in the envelope passed on.
@@ -247,19 +287,21 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     }
   }
 
-  void buffer(std::vector<pending>& to, const std::string& id, M message,
-              const untyped_ref& sender) {
+  /// Keeps `message`, which lives in the envelope being handled, for the entity's next
+  /// incarnation.
+  void buffer(std::vector<pending>& to, const std::string& id, M& message) {
     if (buffered_ >= setup_->buffer_size) {
-      reject(std::move(message), sender, errc::mailbox_full,
-             "shard buffer full while entity '" + id + "' stops");
+      reject(message, errc::mailbox_full, "shard buffer full while entity '" + id + "' stops");
       return;
     }
-    to.push_back({std::move(message), sender});
+    to.push_back({nullptr, &message});
+    to.back().envelope.reset(this->context().cell().release_current());
     ++buffered_;
   }
 
-  void start_and_tell(const std::string& id, M& message, const untyped_ref& sender, bool pass_on,
-                      const char* what) {
+  /// Starts an incarnation of entity `id` and returns its ref (in entities_); null when it
+  /// cannot start (start_failure_ says why, and the region's policy hears of it).
+  const actor_ref<M>* start(const std::string& id, const char* what) {
     std::optional<actor_ref<M>> ref;
     try {
       spawn_options options(entity_child_name(id));
@@ -267,14 +309,33 @@ class shard_actor final : public basic_actor<shard_message<M>> {
       // No home in the tag: the entity finds its home here, in its parent (8 bytes less each).
       options.with_entity(troupe::detail::entity_tag{id, nullptr});
       ref = setup_->spawn_entity(this->context(), std::move(options));
-    } catch (const std::exception& e) {
-      this->context().log().error("cannot start entity '{}': {}", id, e.what());
-      reject(std::move(message), sender, errc::mailbox_full,
-             std::string("entity '") + id + "' could not be " + what + ": " + e.what());
-      return;
+    } catch (...) {
+      start_failure_ =
+          "entity '" + id + "' could not be " + what + ": " + describe_current_exception();
+      this->context().log().error("{}", start_failure_);
+      report_stopped(id);
+      return nullptr;
     }
-    tell(*ref, message, sender, pass_on);
-    entities_.emplace(std::move(*ref), epoch_);
+    // The constructor runs inside the spawn: when it threw, the cell has no instance (it fails,
+    // and this shard's supervision stops it; its failure is logged with the exception).
+    if (static_cast<troupe::detail::actor_cell*>(ref->target())->instance() == nullptr) {
+      start_failure_ = "entity '" + id + "' could not be " + what +
+                       ": its constructor threw (the log has the exception)";
+      report_stopped(id);
+      return nullptr;
+    }
+    auto [it, added] = entities_.emplace(std::move(*ref), epoch_);
+    if (setup_->report_started) {
+      setup_->report_started(setup_->region, entity_started{setup_->id, id});
+    }
+    return &it->first;
+  }
+
+  /// Tells the region's policy (with an LRU limit) that entity `id` does not run.
+  void report_stopped(const std::string& id) {
+    if (setup_->report_stopped) {
+      setup_->report_stopped(setup_->region, entity_stopped{setup_->id, id});
+    }
   }
 
   void on_passivate(passivate<M>& p) {
@@ -289,7 +350,10 @@ class shard_actor final : public basic_actor<shard_message<M>> {
 
   void on_passivate_entity(const std::string& id) {
     auto it = entities_.find(std::string_view(id));
-    if (it == entities_.end()) return;
+    if (it == entities_.end()) {
+      report_stopped(id);  // stopped before the request came: the region may not know yet
+      return;
+    }
     if (!stopping_.try_emplace(entity_id_of(it->first)).second) return;
     // A poison pill, not a stop signal: messages already in the entity's mailbox are handled
     // first (a stop would overtake them). The entity's receive never sees it.
@@ -308,29 +372,44 @@ class shard_actor final : public basic_actor<shard_message<M>> {
       waiting = std::move(s->second);
       stopping_.erase(s);
     }
+    // Every stop is reported, and so is the next start: the region's policy (with an LRU limit)
+    // follows what runs, whatever crossed the reports on the way.
+    report_stopped(id);
     entities_.erase(it);
     buffered_ -= waiting.size();
-    // With mail waiting, the next incarnation starts at once: for the region (and its
-    // passivation policy, which those messages already touched) the entity never stopped.
-    if (waiting.empty() && setup_->report_stopped) {
-      setup_->report_stopped(setup_->region, entity_stopped{setup_->id, id});
-    }
     // Messages that waited for this incarnation to end go, in order, to the next one.
     for (auto& p : waiting) {
       auto next = entities_.find(std::string_view(id));
-      if (next != entities_.end()) {
-        next->first.tell(std::move(p.message), p.sender);
-      } else {
-        start_and_tell(id, p.message, p.sender, /*pass_on=*/false, "restarted");
+      const actor_ref<M>* entity = next != entities_.end() ? &next->first : start(id, "restarted");
+      if (entity == nullptr) {
+        to_dead_letters(std::move(p), errc::entity_start_failed, start_failure_);
+        continue;
+      }
+      try {
+        if (p.envelope->type() == typeid(M)) {
+          entity->target()->enqueue(p.envelope.release());  // the sender's own: as it is
+        } else {
+          entity->tell(std::move(*p.message), untyped_ref(p.envelope->sender));
+        }
+      } catch (...) {
+        to_dead_letters(std::move(p), errc::message_copy_failed, copy_failure_reason());
       }
     }
     if (entities_.empty()) arm_idle_check();
   }
 
-  void reject(M message, const untyped_ref& sender, errc code, std::string reason) {
-    auto* e = new troupe::detail::envelope<M>(std::move(message));
-    e->sender = sender.target_ptr();
-    dead_letter_from(this->context(), e, code, std::move(reason));
+  /// Publishes `message`, which lives in the envelope being handled, as a dead letter (without
+  /// moving it: its move may be what failed).
+  void reject(M& message, errc code, std::string reason) {
+    auto* e = this->context().cell().release_current();
+    if (e == nullptr) return;  // passed on already
+    to_dead_letters(pending{std::unique_ptr<troupe::detail::envelope_base>(e), &message}, code,
+                    std::move(reason));
+  }
+
+  void to_dead_letters(pending p, errc code, std::string reason) noexcept {
+    dead_letter_in_place(this->context().system().dead_letters(), std::move(p.envelope), *p.message,
+                         this->context().path(), code, std::move(reason));
   }
 
   std::shared_ptr<shard_setup<M>> setup_;
@@ -341,6 +420,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
   // of the stopping cells, which entities_ keeps alive until they are erased together.
   std::unordered_map<std::string_view, std::vector<pending>, id_hasher> stopping_;
   std::size_t buffered_ = 0;
+  std::string start_failure_;  // why the last start failed
   std::uint64_t delivered_ = 0;
   shard_stats stats_;
   hot_keys hot_{16};

@@ -1,0 +1,28 @@
+#include "troupe/sharding/detail/undelivered.hpp"
+
+#include <exception>
+#include <new>
+
+namespace troupe::sharding::detail {
+
+std::string describe_current_exception() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception not derived from std::exception";
+  }
+}
+
+std::string copy_failure_reason() {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return "out of memory while passing the message on";
+  } catch (...) {
+    return "copying or moving the message threw: " + describe_current_exception();
+  }
+}
+
+}  // namespace troupe::sharding::detail
