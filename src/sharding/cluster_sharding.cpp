@@ -45,6 +45,15 @@ T await_reply(actor_system& system, std::future<T> reply, duration timeout) {
 
 }  // namespace
 
+troupe::detail::actor_cell& entity_cell_of(const untyped_ref& self) {
+  auto* cell = dynamic_cast<troupe::detail::actor_cell*>(self.target());
+  if (cell == nullptr || cell->entity_id() == nullptr || cell->parent() == nullptr) {
+    throw error(errc::not_an_entity,
+                "request_passivation: " + self.path() + " is not a sharded entity's own ref");
+  }
+  return *cell;
+}
+
 void dead_letter_from(actor_context& context, troupe::detail::envelope_base* message, errc code,
                       std::string reason) {
   context.system().dead_letters().publish(message, context.path(), make_error_code(code),

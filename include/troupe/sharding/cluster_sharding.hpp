@@ -11,6 +11,7 @@
 #include <troupe/sharding/detail/region_actor.hpp>
 #include <troupe/sharding/detail/region_ingress.hpp>
 #include <troupe/sharding/messages.hpp>
+#include <troupe/sharding/shard_ref.hpp>
 #include <troupe/sharding/sharding_options.hpp>
 
 #include <chrono>
@@ -99,6 +100,15 @@ class cluster_sharding {
   /// get_entity_ids (std::vector<std::string>) or get_shard_stats (shard_stats). A shard that
   /// is not running answers as an empty one; asking does not start it.
   untyped_ref shard_ref_for(const std::string& type_name, shard_id shard);
+  /// The same shard as a typed handle: `co_await sharding.shard("cart", 7).entity_ids(1s)`.
+  shard_ref shard(const std::string& type_name, shard_id id) {
+    return {shard_ref_for(type_name, id), id};
+  }
+  /// The same, naming the type by its entity class (E::shard).
+  template <class E>
+  shard_ref shard(shard_id id) {
+    return this->shard(E::shard.type_name, id);
+  }
 
   // -- introspection (blocking; for tools and tests, not for actors) --------------------------
   /// The shards of a type on this node, by id, with each running shard's own figures.
