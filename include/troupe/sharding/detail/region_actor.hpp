@@ -294,6 +294,7 @@ class region_actor final : public actor<region_message<M>> {
       setup->extract_entity_message = setup_->extract_entity_message;
       setup->region = this->context().self_ref();
       setup->buffer_size = setup_->settings.buffer_size;
+      setup->entity_supervision = setup_->settings.entity_supervision;
       if (keeps_order()) {  // the policy forgets stopped entities
         setup->report_stopped = [](const untyped_ref& region, entity_stopped s) {
           region.tell_any(region_message<M>(std::in_place_type<entity_stopped>, std::move(s)));

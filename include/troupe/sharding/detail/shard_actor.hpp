@@ -54,6 +54,8 @@ struct shard_setup {
   duration entity_idle{};
   untyped_ref region;
   std::size_t buffer_size = 100'000;
+  /// How the shard supervises its entities (sharding_options::with_entity_options).
+  supervisor_strategy entity_supervision = supervisor_strategy::stopping();
   /// Deliveries sent to this shard actor, by the region or directly: written under the shard's
   /// route lock, read by the shard now and then to see how deep its mailbox is.
   std::atomic<std::uint64_t> sent{0};
@@ -98,10 +100,10 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     }
   };
 
-  /// Entity failures stop the entity (as in Akka Typed): its queued messages become dead
-  /// letters, and the next message spawns a fresh incarnation.
+  /// By default entity failures stop the entity (as in Akka Typed): its queued messages become
+  /// dead letters, and the next message spawns a fresh incarnation. The type may choose.
   [[nodiscard]] supervisor_strategy child_supervision() const override {
-    return supervisor_strategy::stopping();
+    return setup_->entity_supervision;
   }
 
   bool handle(troupe::detail::envelope_base& e) override {
