@@ -94,21 +94,23 @@ region_settings resolve_settings(actor_system& system, const std::string& type_n
                                  std::optional<duration> shard_passivation_idle,
                                  std::optional<std::size_t> max_entities, std::optional<bool> proxy,
                                  std::optional<bool> remember_entities,
-                                 std::optional<std::string> role, const entity_options& entity) {
+                                 std::optional<std::string> role, const entity_options& entity,
+                                 std::optional<std::size_t> shard_capacity) {
   // Code overrides the node's file, which overrides the defaults (shared/DESIGN.md); in the
   // file, the type's own section (troupe.sharding.types."<type>") overrides the node's baseline.
   const config& file = system.config();
   const std::string base = "troupe.sharding";
   const std::string own = base + ".types." + path_segment(type_name);
   file.check_known_keys(
-      base, {"number-of-shards", "remember-entities", "passivation-idle", "shard-passivation-idle",
-             "max-entities", "buffer-size", "entity-mailbox-capacity", "entity-mailbox-overflow",
-             "entity-supervision", "rebalance-interval", "hand-off-timeout", "types"});
+      base,
+      {"number-of-shards", "remember-entities", "passivation-idle", "shard-passivation-idle",
+       "max-entities", "buffer-size", "entity-mailbox-capacity", "entity-mailbox-overflow",
+       "entity-supervision", "shard-capacity", "rebalance-interval", "hand-off-timeout", "types"});
   if (file.has(own)) {
     file.check_known_keys(
         own, {"number-of-shards", "remember-entities", "passivation-idle", "shard-passivation-idle",
               "max-entities", "buffer-size", "entity-mailbox-capacity", "entity-mailbox-overflow",
-              "entity-supervision"});
+              "entity-supervision", "shard-capacity"});
   }
   auto key = [&](const char* k) {
     std::string in_type = own + "." + k;
@@ -148,6 +150,11 @@ region_settings resolve_settings(actor_system& system, const std::string& type_n
   s.buffer_size = static_cast<std::size_t>(buffer);
   s.remember_entities = remember_entities ? *remember_entities
                                           : file.get_bool(key("remember-entities")).value_or(false);
+
+  const std::int64_t in_flight = shard_capacity ? static_cast<std::int64_t>(*shard_capacity)
+                                                : file.get_int(key("shard-capacity")).value_or(0);
+  if (in_flight < 0) fail("shard-capacity", "must not be negative (0: unbounded)");
+  s.shard_capacity = static_cast<std::size_t>(in_flight);
 
   if (entity.mailbox) {
     s.entity_mailbox = *entity.mailbox;

@@ -36,8 +36,8 @@ region_settings resolve_settings(actor_system& system, const std::string& type_n
                                  std::optional<duration> shard_passivation_idle,
                                  std::optional<std::size_t> max_entities, std::optional<bool> proxy,
                                  std::optional<bool> remember_entities,
-                                 std::optional<std::string> role,
-                                 const entity_options& entity = {});
+                                 std::optional<std::string> role, const entity_options& entity = {},
+                                 std::optional<std::size_t> shard_capacity = std::nullopt);
 
 }  // namespace detail
 
@@ -201,7 +201,7 @@ actor_ref<In> cluster_sharding::start(sharding_options<M, In> options) {
   setup->settings = detail::resolve_settings(
       system_, options.type_name, options.num_shards, options.passivation_idle,
       options.shard_passivation_idle, options.max_entities, options.proxy,
-      options.remember_entities, options.role, options.entity);
+      options.remember_entities, options.role, options.entity, options.shard_capacity);
   setup->spawn_entity = std::move(options.spawn_entity);
   if (setup->spawn_entity && setup->settings.entity_mailbox.capacity > 0) {
     // The entity's mailbox goes into the spawn options the shard builds.
@@ -226,6 +226,15 @@ actor_ref<In> cluster_sharding::start(sharding_options<M, In> options) {
   setup->extract_shard_id = std::move(options.extract_shard_id);
   if (options.max_concurrent > 0) {
     setup->gate = std::make_shared<concurrency_gate>(options.max_concurrent);
+  }
+  if (setup->settings.shard_capacity > 0) {
+    if (setup->settings.max_entities > 0) {
+      throw error(errc::invalid_config,
+                  "sharding: type '" + options.type_name +
+                      "': shard-capacity (back-pressure) cannot be combined with max-entities");
+    }
+    setup->credits = std::make_shared<detail::credit_table>(setup->settings.num_shards,
+                                                            setup->settings.shard_capacity);
   }
   // With an LRU limit the region sees every message (it keeps the order of use).
   setup->routes = std::make_shared<detail::shard_routes<M>>(

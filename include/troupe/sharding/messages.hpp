@@ -87,6 +87,10 @@ struct region_state {
   std::vector<shard_info> shards;
   /// Messages waiting for a shard actor to start (held in its route, or in the region's buffer).
   std::size_t buffered = 0;
+  /// With a shard capacity (back-pressure): messages sent and not yet handled by their entity,
+  /// over all shards, and the most any one shard had at once (never above the capacity).
+  std::size_t outstanding = 0;
+  std::size_t outstanding_peak = 0;
   /// Hottest entity ids of the recent window, hottest first (merged from the running shards).
   std::vector<std::pair<std::string, std::uint64_t>> hottest;
 };
@@ -110,6 +114,8 @@ template <class M>
 struct route_full {
   shard_id shard = 0;
   M message;
+  /// Refused for want of a slot of the shard's credit (back_pressure.hpp), not a full route.
+  bool over_capacity = false;
 };
 
 /// Region or sender to shard: deliver to an entity (spawning it if needed).

@@ -154,6 +154,14 @@ class sharding_options {
     return *this;
   }
 
+  /// Back-pressure: at most `n` messages per shard sent through this type's refs and not yet
+  /// handled by their entity (0: no bound). Beyond it, tell and try_tell are refused
+  /// (errc::mailbox_full) and `co_await ref.send(m)` waits for room. Not with max-entities.
+  sharding_options& with_shard_capacity(std::size_t n) {
+    shard_capacity = n;
+    return *this;
+  }
+
   /// Spawn options for every entity of the type (mailbox bound and policy, supervision).
   sharding_options& with_entity_options(entity_options o) {
     entity = std::move(o);
@@ -183,6 +191,7 @@ class sharding_options {
   std::optional<std::size_t> max_entities;
   std::size_t max_concurrent = 0;
   entity_options entity;
+  std::optional<std::size_t> shard_capacity;
 };
 
 /// The settings a region runs with, every knob resolved.
@@ -198,6 +207,8 @@ struct region_settings {
   std::string role;
   /// Every entity's mailbox (default unbounded) and supervision (default: stop on failure).
   mailbox_config entity_mailbox{};
+  /// Messages per shard in flight (back-pressure); 0: unbounded.
+  std::size_t shard_capacity = 0;
   supervisor_strategy entity_supervision = supervisor_strategy::stopping();
 };
 

@@ -6,6 +6,7 @@
 #include <troupe/core/actor.hpp>
 #include <troupe/core/dead_letters.hpp>
 #include <troupe/core/supervision.hpp>
+#include <troupe/sharding/detail/back_pressure.hpp>
 #include <troupe/sharding/detail/id_hash.hpp>
 #include <troupe/sharding/entity_path.hpp>
 #include <troupe/sharding/hot_keys.hpp>
@@ -56,6 +57,8 @@ struct shard_setup {
   std::size_t buffer_size = 100'000;
   /// How the shard supervises its entities (sharding_options::with_entity_options).
   supervisor_strategy entity_supervision = supervisor_strategy::stopping();
+  /// Messages may come in counted envelopes (back_pressure.hpp), an entity ref's with its id.
+  bool counted = false;
   /// Deliveries sent to this shard actor, by the region or directly: written under the shard's
   /// route lock, read by the shard now and then to see how deep its mailbox is.
   std::atomic<std::uint64_t> sent{0};
@@ -108,6 +111,14 @@ class shard_actor final : public basic_actor<shard_message<M>> {
 
   bool handle(troupe::detail::envelope_base& e) override {
     if (e.type() == typeid(M)) {
+      if (setup_->counted) {
+        auto* c = dynamic_cast<counted_envelope<M>*>(&e);
+        if (c != nullptr && !c->entity_id.empty()) {
+          const std::string id = c->entity_id;  // the envelope goes on to the entity
+          deliver_to(id, c->value, time_point{}, /*pass_on=*/true);
+          return false;
+        }
+      }
       on_direct(*static_cast<M*>(e.payload()));
     } else {
       receive(*static_cast<shard_message<M>*>(e.payload()));
