@@ -5,6 +5,7 @@
 #include <troupe/sharding/entity_path.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <future>
 #include <variant>
@@ -45,11 +46,47 @@ T await_reply(actor_system& system, std::future<T> reply, duration timeout) {
 
 }  // namespace
 
+troupe::detail::actor_cell& entity_cell_of(const untyped_ref& self) {
+  auto* cell = dynamic_cast<troupe::detail::actor_cell*>(self.target());
+  if (cell == nullptr || cell->entity_id() == nullptr || cell->parent() == nullptr) {
+    throw error(errc::not_an_entity,
+                "request_passivation: " + self.path() + " is not a sharded entity's own ref");
+  }
+  return *cell;
+}
+
 void dead_letter_from(actor_context& context, troupe::detail::envelope_base* message, errc code,
                       std::string reason) {
   context.system().dead_letters().publish(message, context.path(), make_error_code(code),
                                           std::move(reason));
 }
+
+namespace {
+
+/// A type name as one segment of a config path (quoted when it holds more than [A-Za-z0-9_-]).
+std::string path_segment(const std::string& name) {
+  const bool plain = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+  });
+  if (plain) return name;
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+/// An entity's failure never fails its shard (and with it every sibling): escalate stops it.
+supervisor_strategy contained(supervisor_strategy s) {
+  s.decider = [decide = std::move(s.decider)](const std::exception_ptr& e) {
+    const directive d = decide ? decide(e) : directive::stop;
+    return d == directive::escalate ? directive::stop : d;
+  };
+  return s;
+}
+
+}  // namespace
 
 region_settings resolve_settings(actor_system& system, const std::string& type_name,
                                  std::optional<std::uint32_t> num_shards,
@@ -57,14 +94,28 @@ region_settings resolve_settings(actor_system& system, const std::string& type_n
                                  std::optional<duration> shard_passivation_idle,
                                  std::optional<std::size_t> max_entities, std::optional<bool> proxy,
                                  std::optional<bool> remember_entities,
-                                 std::optional<std::string> role) {
-  // Code overrides the node's file, which overrides the defaults (shared/DESIGN.md).
+                                 std::optional<std::string> role, const entity_options& entity,
+                                 std::optional<std::size_t> shard_capacity) {
+  // Code overrides the node's file, which overrides the defaults (shared/DESIGN.md); in the
+  // file, the type's own section (troupe.sharding.types."<type>") overrides the node's baseline.
   const config& file = system.config();
   const std::string base = "troupe.sharding";
+  const std::string own = base + ".types." + path_segment(type_name);
   file.check_known_keys(
-      base, {"number-of-shards", "remember-entities", "passivation-idle", "shard-passivation-idle",
-             "max-entities", "rebalance-interval", "hand-off-timeout", "buffer-size"});
-  auto key = [&](const char* k) { return base + "." + k; };
+      base,
+      {"number-of-shards", "remember-entities", "passivation-idle", "shard-passivation-idle",
+       "max-entities", "buffer-size", "entity-mailbox-capacity", "entity-mailbox-overflow",
+       "entity-supervision", "shard-capacity", "rebalance-interval", "hand-off-timeout", "types"});
+  if (file.has(own)) {
+    file.check_known_keys(
+        own, {"number-of-shards", "remember-entities", "passivation-idle", "shard-passivation-idle",
+              "max-entities", "buffer-size", "entity-mailbox-capacity", "entity-mailbox-overflow",
+              "entity-supervision", "shard-capacity"});
+  }
+  auto key = [&](const char* k) {
+    std::string in_type = own + "." + k;
+    return file.has(in_type) ? in_type : base + "." + k;
+  };
   auto fail = [&](const char* k, const std::string& what) {
     const std::string where = file.origin_of(key(k));
     throw config_error((where.empty() ? std::string() : where + ": ") + key(k) + ": " + what +
@@ -99,11 +150,48 @@ region_settings resolve_settings(actor_system& system, const std::string& type_n
   s.buffer_size = static_cast<std::size_t>(buffer);
   s.remember_entities = remember_entities ? *remember_entities
                                           : file.get_bool(key("remember-entities")).value_or(false);
+
+  const std::int64_t in_flight = shard_capacity ? static_cast<std::int64_t>(*shard_capacity)
+                                                : file.get_int(key("shard-capacity")).value_or(0);
+  if (in_flight < 0) fail("shard-capacity", "must not be negative (0: unbounded)");
+  s.shard_capacity = static_cast<std::size_t>(in_flight);
+
+  if (entity.mailbox) {
+    s.entity_mailbox = *entity.mailbox;
+  } else {
+    const std::int64_t capacity = file.get_int(key("entity-mailbox-capacity")).value_or(0);
+    if (capacity < 0) fail("entity-mailbox-capacity", "must not be negative (0: unbounded)");
+    const std::string overflow = file.get_string(key("entity-mailbox-overflow")).value_or("fail");
+    overflow_policy policy = overflow_policy::fail;
+    if (overflow == "drop") {
+      policy = overflow_policy::drop;
+    } else if (overflow == "suspend") {
+      policy = overflow_policy::suspend;
+    } else if (overflow != "fail") {
+      fail("entity-mailbox-overflow", "expected fail, drop or suspend, got \"" + overflow + "\"");
+    }
+    s.entity_mailbox = mailbox_config{static_cast<std::size_t>(capacity), policy};
+  }
+  if (entity.supervision) {
+    s.entity_supervision = contained(*entity.supervision);
+  } else {
+    const std::string how = file.get_string(key("entity-supervision")).value_or("stop");
+    if (how == "stop") {
+      s.entity_supervision = supervisor_strategy::stopping();
+    } else if (how == "restart") {
+      s.entity_supervision = supervisor_strategy::restarting();
+    } else if (how == "resume") {
+      s.entity_supervision = supervisor_strategy::resuming();
+    } else {
+      fail("entity-supervision", "expected stop, restart or resume, got \"" + how + "\"");
+    }
+  }
+
   // Validated now; they take effect with the cluster.
-  if (auto d = file.get_duration(key("rebalance-interval")); d && *d <= duration::zero()) {
+  if (auto d = file.get_duration(base + ".rebalance-interval"); d && *d <= duration::zero()) {
     fail("rebalance-interval", "must be positive");
   }
-  if (auto d = file.get_duration(key("hand-off-timeout")); d && *d <= duration::zero()) {
+  if (auto d = file.get_duration(base + ".hand-off-timeout"); d && *d <= duration::zero()) {
     fail("hand-off-timeout", "must be positive");
   }
   if (proxy) s.proxy = *proxy;
@@ -133,7 +221,7 @@ untyped_ref cluster_sharding::register_type(
   actor_context guardian(&detail::cell_of(sharding_guardian_));
   untyped_ref region = spawn_region(guardian);
   types_.emplace(type_name, started_type{region_handle{region, std::move(setup)}, &message_type,
-                                         make_shard_ref(region)});
+                                         make_shard_ref(region), nullptr, untyped_ref()});
   return region;
 }
 
@@ -161,6 +249,25 @@ cluster_sharding::region_handle cluster_sharding::region_of(
                                           troupe::detail::type_name(message_type));
   }
   return type.handle;
+}
+
+untyped_ref cluster_sharding::input_ref(const std::string& type_name,
+                                        const std::type_info& input_type) const {
+  std::lock_guard lock(mutex_);
+  auto it = types_.find(type_name);
+  if (it == types_.end() || it->second.input_type == nullptr ||
+      *it->second.input_type != input_type) {
+    return {};
+  }
+  return it->second.input;
+}
+
+void cluster_sharding::set_input_ref(const std::string& type_name, const std::type_info& input_type,
+                                     untyped_ref ref) {
+  std::lock_guard lock(mutex_);
+  auto& type = types_.at(type_name);
+  type.input_type = &input_type;
+  type.input = std::move(ref);
 }
 
 region_state cluster_sharding::state(const std::string& type_name, duration timeout) {

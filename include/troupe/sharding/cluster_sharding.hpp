@@ -8,15 +8,18 @@
 ///     auto cart = sharding.entity_ref_for<cart_entity>("user-42");
 
 #include <troupe/core/actor_system.hpp>
+#include <troupe/sharding/detail/envelope_ingress.hpp>
 #include <troupe/sharding/detail/region_actor.hpp>
 #include <troupe/sharding/detail/region_ingress.hpp>
 #include <troupe/sharding/messages.hpp>
+#include <troupe/sharding/shard_ref.hpp>
 #include <troupe/sharding/sharding_options.hpp>
 
 #include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <typeinfo>
 #include <unordered_map>
 #include <utility>
@@ -33,7 +36,8 @@ region_settings resolve_settings(actor_system& system, const std::string& type_n
                                  std::optional<duration> shard_passivation_idle,
                                  std::optional<std::size_t> max_entities, std::optional<bool> proxy,
                                  std::optional<bool> remember_entities,
-                                 std::optional<std::string> role);
+                                 std::optional<std::string> role, const entity_options& entity = {},
+                                 std::optional<std::size_t> shard_capacity = std::nullopt);
 
 }  // namespace detail
 
@@ -50,16 +54,16 @@ class cluster_sharding {
     return system.extension<cluster_sharding>();
   }
 
-  /// Full form: every setting in the builder (type name, entity, extractor, ...).
-  template <class M>
-  actor_ref<M> start(sharding_options<M> options);
+  /// Full form: every setting in the builder (type name, entity, extractor, ...). Returns the
+  /// region's ref, which takes In (M unless the options say otherwise).
+  template <class M, class In>
+  actor_ref<In> start(sharding_options<M, In> options);
 
   /// Class shorthand: type name + entity class E (+ constructor arguments, kept and copied for
   /// each incarnation) + options holding at least the extractor.
-  template <class E, class... Args>
-  actor_ref<typename E::message_type> start(std::string type_name,
-                                            sharding_options<typename E::message_type> options,
-                                            Args... args) {
+  template <class E, class In, class... Args>
+  actor_ref<In> start(std::string type_name, sharding_options<typename E::message_type, In> options,
+                      Args... args) {
     options.with_type_name(std::move(type_name));
     options.template with_entity<E>(std::move(args)...);
     return start(std::move(options));
@@ -89,16 +93,27 @@ class cluster_sharding {
     return entity_ref_for(E::shard, std::move(entity_id));
   }
 
-  /// The region of a started type, as users send to it.
-  template <class M>
-  actor_ref<M> region_for(const std::string& type_name) {
-    return ingress<M>(region_of(type_name, typeid(M)), std::nullopt);
+  /// The region of a started type, as users send to it: T is the type the region's ref takes
+  /// (sharding_options' In), or the entities' M.
+  template <class T>
+  actor_ref<T> region_for(const std::string& type_name) {
+    if (untyped_ref in = input_ref(type_name, typeid(T))) return actor_ref<T>(in.target_ptr());
+    return ingress<T>(region_of(type_name, typeid(T)), std::nullopt);
   }
 
   /// A ref to one shard of a type on this node, valid across the shard's passivation: ask it
   /// get_entity_ids (std::vector<std::string>) or get_shard_stats (shard_stats). A shard that
   /// is not running answers as an empty one; asking does not start it.
   untyped_ref shard_ref_for(const std::string& type_name, shard_id shard);
+  /// The same shard as a typed handle: `co_await sharding.shard("cart", 7).entity_ids(1s)`.
+  shard_ref shard(const std::string& type_name, shard_id id) {
+    return {shard_ref_for(type_name, id), id};
+  }
+  /// The same, naming the type by its entity class (E::shard).
+  template <class E>
+  shard_ref shard(shard_id id) {
+    return this->shard(E::shard.type_name, id);
+  }
 
   // -- introspection (blocking; for tools and tests, not for actors) --------------------------
   /// The shards of a type on this node, by id, with each running shard's own figures.
@@ -122,6 +137,8 @@ class cluster_sharding {
     region_handle handle;
     const std::type_info* message_type;
     std::function<untyped_ref(shard_id)> shard_ref;  // builds a shard_ingress<M>
+    const std::type_info* input_type = nullptr;      // In, when it is not M
+    untyped_ref input;                               // the region's ref for In
   };
 
   template <class M>
@@ -135,6 +152,10 @@ class cluster_sharding {
   }
 
   region_handle region_of(const std::string& type_name, const std::type_info& message_type) const;
+  /// The region's ref for a type started with In other than M, when `input_type` is In.
+  untyped_ref input_ref(const std::string& type_name, const std::type_info& input_type) const;
+  void set_input_ref(const std::string& type_name, const std::type_info& input_type,
+                     untyped_ref ref);
   [[nodiscard]] const started_type& started(const std::string& type_name) const;
   untyped_ref register_type(const std::string& type_name, const std::type_info& message_type,
                             std::shared_ptr<const void> setup,
@@ -147,8 +168,19 @@ class cluster_sharding {
   untyped_ref sharding_guardian_;  // /system/cluster/sharding
 };
 
-template <class M>
-actor_ref<M> cluster_sharding::start(sharding_options<M> options) {
+template <class M, class In>
+actor_ref<In> cluster_sharding::start(sharding_options<M, In> options) {
+  constexpr bool same_type = std::is_same_v<M, In>;
+  if constexpr (is_sharding_envelope<In>::value) {
+    static_assert(std::is_same_v<In, sharding_envelope<M>>,
+                  "a region taking sharding_envelope<X> must have entities of type X");
+    if (!options.extract_entity_id) {
+      options.with_extract_entity_id([](const In& e) { return e.entity_id; });
+    }
+    if (!options.extract_entity_message) {
+      options.with_extract_entity_message([](In e) { return std::move(e.message); });
+    }
+  }
   if (options.type_name.empty()) {
     throw error(errc::invalid_config, "sharding: a type needs a type name");
   }
@@ -160,17 +192,49 @@ actor_ref<M> cluster_sharding::start(sharding_options<M> options) {
     throw error(errc::invalid_config,
                 "sharding: type '" + options.type_name + "' needs an entity-id extractor");
   }
+  if (!same_type && !options.extract_entity_message) {
+    throw error(errc::invalid_config,
+                "sharding: type '" + options.type_name +
+                    "' takes another type than its entities and needs an entity-message extractor");
+  }
   auto setup = std::make_shared<detail::region_setup<M>>();
   setup->settings = detail::resolve_settings(
       system_, options.type_name, options.num_shards, options.passivation_idle,
       options.shard_passivation_idle, options.max_entities, options.proxy,
-      options.remember_entities, options.role);
+      options.remember_entities, options.role, options.entity, options.shard_capacity);
   setup->spawn_entity = std::move(options.spawn_entity);
-  setup->extract_entity_id = std::move(options.extract_entity_id);
-  setup->extract_entity_message = std::move(options.extract_entity_message);
+  if (setup->spawn_entity && setup->settings.entity_mailbox.capacity > 0) {
+    // The entity's mailbox goes into the spawn options the shard builds.
+    setup->spawn_entity = [spawn = std::move(setup->spawn_entity),
+                           mailbox = setup->settings.entity_mailbox](actor_context& shard,
+                                                                     spawn_options&& o) {
+      o.with_mailbox(mailbox);
+      return spawn(shard, std::move(o));
+    };
+  }
+  auto envelope = std::make_shared<detail::envelope_setup<M, In>>();
+  if constexpr (same_type) {
+    setup->extract_entity_id = std::move(options.extract_entity_id);
+    setup->extract_entity_message = std::move(options.extract_entity_message);
+  } else {
+    // The region and its shards stay keyed on M: the ref for In hands them (id, M) pairs.
+    envelope->extract_entity_id = std::move(options.extract_entity_id);
+    envelope->extract_entity_message = std::move(options.extract_entity_message);
+    envelope->type_name = options.type_name;
+    envelope->dead_letters = &system_.dead_letters();
+  }
   setup->extract_shard_id = std::move(options.extract_shard_id);
   if (options.max_concurrent > 0) {
     setup->gate = std::make_shared<concurrency_gate>(options.max_concurrent);
+  }
+  if (setup->settings.shard_capacity > 0) {
+    if (setup->settings.max_entities > 0) {
+      throw error(errc::invalid_config,
+                  "sharding: type '" + options.type_name +
+                      "': shard-capacity (back-pressure) cannot be combined with max-entities");
+    }
+    setup->credits = std::make_shared<detail::credit_table>(setup->settings.num_shards,
+                                                            setup->settings.shard_capacity);
   }
   // With an LRU limit the region sees every message (it keeps the order of use).
   setup->routes = std::make_shared<detail::shard_routes<M>>(
@@ -188,7 +252,15 @@ actor_ref<M> cluster_sharding::start(sharding_options<M> options) {
               new detail::shard_ingress<M>(r, shard), troupe::detail::adopt));
         };
       });
-  return ingress<M>(region_handle{std::move(region), std::move(setup)}, std::nullopt);
+  if constexpr (same_type) {
+    return ingress<M>(region_handle{std::move(region), std::move(setup)}, std::nullopt);
+  } else {
+    actor_ref<In> ref(troupe::detail::intrusive_ptr<troupe::detail::actor_target>(
+        new detail::envelope_ingress<M, In>(std::move(region), std::move(envelope)),
+        troupe::detail::adopt));
+    set_input_ref(type_name, typeid(In), ref);
+    return ref;
+  }
 }
 
 }  // namespace troupe::sharding

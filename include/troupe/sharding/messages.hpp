@@ -6,6 +6,7 @@
 #include <troupe/sharding/shard_id.hpp>
 #include <troupe/sharding/shard_stats.hpp>
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -24,11 +25,39 @@ struct passivate {
   untyped_ref entity;
 };
 
-/// Asks the entity's shard to passivate it (call from inside the entity).
+/// Asks the entity's shard to passivate it (call from inside the entity). The long form: the
+/// typed one below deduces M.
 template <class M>
 void request_passivation(actor_context& context,
                          std::variant<poison_pill, M> stop_message = poison_pill{}) {
   context.parent().tell_any(passivate<M>{std::move(stop_message), context.self_ref()});
+}
+
+namespace detail {
+/// The entity cell behind `self`; throws errc::not_an_entity for anything else.
+troupe::detail::actor_cell& entity_cell_of(const untyped_ref& self);
+}  // namespace detail
+
+/// Asks the entity's shard to passivate it, M deduced from the entity's own ref (call from
+/// inside the entity: `request_passivation(self())`). The shard sends it a poison pill.
+template <class M>
+void request_passivation(const actor_ref<M>& self) {
+  troupe::detail::actor_cell& cell = detail::entity_cell_of(self);
+  untyped_ref(troupe::detail::intrusive_ptr<troupe::detail::actor_target>(cell.parent()))
+      .tell_any(passivate<M>{poison_pill{}, self});
+}
+
+/// As above, with a stop message of the entity's own type (or one alternative of it, e.g.
+/// `request_passivation(self(), stop_cart{})`): the shard sends it back to the entity, which
+/// stops itself when it has finished; what arrives meanwhile waits for the next incarnation.
+template <class M, class S>
+requires std::constructible_from<M, S>
+void request_passivation(const actor_ref<M>& self, S&& stop_message) {
+  troupe::detail::actor_cell& cell = detail::entity_cell_of(self);
+  untyped_ref(troupe::detail::intrusive_ptr<troupe::detail::actor_target>(cell.parent()))
+      .tell_any(passivate<M>{
+          std::variant<poison_pill, M>(std::in_place_type<M>, std::forward<S>(stop_message)),
+          self});
 }
 
 /// One shard as introspection sees it.
@@ -58,6 +87,10 @@ struct region_state {
   std::vector<shard_info> shards;
   /// Messages waiting for a shard actor to start (held in its route, or in the region's buffer).
   std::size_t buffered = 0;
+  /// With a shard capacity (back-pressure): messages sent and not yet handled by their entity,
+  /// over all shards, and the most any one shard had at once (never above the capacity).
+  std::size_t outstanding = 0;
+  std::size_t outstanding_peak = 0;
   /// Hottest entity ids of the recent window, hottest first (merged from the running shards).
   std::vector<std::pair<std::string, std::uint64_t>> hottest;
 };
@@ -81,6 +114,8 @@ template <class M>
 struct route_full {
   shard_id shard = 0;
   M message;
+  /// Refused for want of a slot of the shard's credit (back_pressure.hpp), not a full route.
+  bool over_capacity = false;
 };
 
 /// Region or sender to shard: deliver to an entity (spawning it if needed).

@@ -7,6 +7,8 @@
 #include <troupe/core/actor.hpp>
 #include <troupe/core/clock.hpp>
 #include <troupe/core/errc.hpp>
+#include <troupe/core/mailbox.hpp>
+#include <troupe/core/supervision.hpp>
 #include <troupe/sharding/shard_id.hpp>
 
 #include <cstddef>
@@ -15,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace troupe::sharding {
@@ -36,13 +39,55 @@ struct shard_key {
   }
 };
 
+/// How every entity of a type is spawned: its mailbox, and how its shard supervises it. Unset
+/// fields come from the node's configuration (troupe.sharding.types."<type>", then
+/// troupe.sharding), then from the defaults: an unbounded mailbox, and an entity that fails is
+/// stopped (its next message starts a fresh incarnation).
+struct entity_options {
+  std::optional<mailbox_config> mailbox;
+  std::optional<supervisor_strategy> supervision;
+
+  static entity_options create() { return {}; }
+  /// A bounded mailbox per entity, e.g. mailbox_config::bounded(100, overflow_policy::fail).
+  entity_options& with_mailbox(mailbox_config m) {
+    mailbox = m;
+    return *this;
+  }
+  /// What the shard does when the entity's handler throws: stop (default), restart or resume
+  /// (supervisor_strategy's deciders; escalate is taken as stop: it would fail the shard).
+  entity_options& with_supervision(supervisor_strategy s) {
+    supervision = std::move(s);
+    return *this;
+  }
+};
+
 /// Spawns one entity under its shard (the type-erased "entity class + constructor arguments").
 template <class M>
 using entity_spawner = std::function<actor_ref<M>(actor_context& shard, spawn_options&& options)>;
 
+/// A message for one entity with its id beside it (Akka's ShardingEnvelope): a region started
+/// with sharding_options<M, sharding_envelope<M>> takes these and gives each entity the inner
+/// M; the id and message extractors default to the two fields.
 template <class M>
+struct sharding_envelope {
+  std::string entity_id;
+  M message;
+};
+
+template <class T>
+struct is_sharding_envelope : std::false_type {};
+template <class M>
+struct is_sharding_envelope<sharding_envelope<M>> : std::true_type {};
+
+/// How a sharded type is started. Entities take M; the region's ref takes In (by default M
+/// too). With In other than M, with_extract_entity_message turns each In into the M its entity
+/// gets (e.g. unwraps an envelope), on the sender's thread.
+template <class M, class In = M>
 class sharding_options {
  public:
+  using message_type = M;
+  using input_type = In;
+
   static sharding_options create() { return {}; }
 
   sharding_options& with_type_name(std::string name) {
@@ -60,12 +105,13 @@ class sharding_options {
     };
     return *this;
   }
-  sharding_options& with_extract_entity_id(entity_id_extractor<M> f) {
+  sharding_options& with_extract_entity_id(entity_id_extractor<In> f) {
     extract_entity_id = std::move(f);
     return *this;
   }
-  /// Rewrites a message before the entity sees it (e.g. strips routing fields).
-  sharding_options& with_extract_entity_message(std::function<M(M)> f) {
+  /// Rewrites a message before the entity sees it (e.g. strips routing fields); with In other
+  /// than M, turns what the region's ref takes into what the entity takes.
+  sharding_options& with_extract_entity_message(std::function<M(In)> f) {
     extract_entity_message = std::move(f);
     return *this;
   }
@@ -109,6 +155,20 @@ class sharding_options {
     return *this;
   }
 
+  /// Back-pressure: at most `n` messages per shard sent through this type's refs and not yet
+  /// handled by their entity (0: no bound). Beyond it, tell and try_tell are refused
+  /// (errc::mailbox_full) and `co_await ref.send(m)` waits for room. Not with max-entities.
+  sharding_options& with_shard_capacity(std::size_t n) {
+    shard_capacity = n;
+    return *this;
+  }
+
+  /// Spawn options for every entity of the type (mailbox bound and policy, supervision).
+  sharding_options& with_entity_options(entity_options o) {
+    entity = std::move(o);
+    return *this;
+  }
+
   /// At most this many of the region's entities inside a coroutine handler at once (0: no cap).
   /// The rest wait their turn for a permit, in order: entity-per-key removes the shard as a
   /// bottleneck but can flood the store behind it. Size it as target rate x handler latency x
@@ -120,8 +180,8 @@ class sharding_options {
 
   std::string type_name;
   entity_spawner<M> spawn_entity;
-  entity_id_extractor<M> extract_entity_id;
-  std::function<M(M)> extract_entity_message;
+  entity_id_extractor<In> extract_entity_id;
+  std::function<M(In)> extract_entity_message;
   std::function<shard_id(const std::string&)> extract_shard_id;
   std::optional<std::uint32_t> num_shards;
   std::optional<std::string> role;
@@ -131,6 +191,8 @@ class sharding_options {
   std::optional<duration> shard_passivation_idle;
   std::optional<std::size_t> max_entities;
   std::size_t max_concurrent = 0;
+  entity_options entity;
+  std::optional<std::size_t> shard_capacity;
 };
 
 /// The settings a region runs with, every knob resolved.
@@ -144,6 +206,11 @@ struct region_settings {
   bool proxy = false;
   bool remember_entities = false;
   std::string role;
+  /// Every entity's mailbox (default unbounded) and supervision (default: stop on failure).
+  mailbox_config entity_mailbox{};
+  /// Messages per shard in flight (back-pressure); 0: unbounded.
+  std::size_t shard_capacity = 0;
+  supervisor_strategy entity_supervision = supervisor_strategy::stopping();
 };
 
 }  // namespace troupe::sharding

@@ -8,6 +8,7 @@
 
 #include <troupe/core/actor.hpp>
 #include <troupe/core/concurrency_gate.hpp>
+#include <troupe/sharding/detail/back_pressure.hpp>
 #include <troupe/sharding/detail/shard_actor.hpp>
 #include <troupe/sharding/detail/shard_routes.hpp>
 #include <troupe/sharding/detail/undelivered.hpp>
@@ -51,6 +52,8 @@ struct region_setup {
   std::shared_ptr<concurrency_gate> gate;
   /// The shards' direct routes, shared with the senders.
   std::shared_ptr<shard_routes<M>> routes;
+  /// Each shard's credit, with a shard capacity (null: no back-pressure).
+  std::shared_ptr<credit_table> credits;
 };
 
 template <class M>
@@ -136,7 +139,9 @@ class region_actor final : public actor<region_message<M>> {
             [this](route_full<M>& f) {
               reject(f.message,
                      "shard " + std::to_string(f.shard) +
-                         " holds buffer-size messages already while it starts or stops",
+                         (f.over_capacity
+                              ? " has shard-capacity messages in flight already"
+                              : " holds buffer-size messages already while it starts or stops"),
                      errc::mailbox_full);
             },
             [this](entity_stopped& s) {
@@ -339,6 +344,8 @@ class region_actor final : public actor<region_message<M>> {
       setup->extract_entity_message = setup_->extract_entity_message;
       setup->region = this->context().self_ref();
       setup->buffer_size = setup_->settings.buffer_size;
+      setup->entity_supervision = setup_->settings.entity_supervision;
+      setup->counted = setup_->credits != nullptr;
       if (keeps_order()) {  // the policy follows every start and stop
         setup->report_stopped = [](const untyped_ref& region, entity_stopped s) {
           region.tell_any(region_message<M>(std::in_place_type<entity_stopped>, std::move(s)));
@@ -394,6 +401,12 @@ class region_actor final : public actor<region_message<M>> {
       out.shards.push_back(info);
     }
     out.buffered += buffered_;
+    if (setup_->credits) {
+      setup_->credits->for_each([&out](const shard_credit& c) {
+        out.outstanding += c.outstanding();
+        out.outstanding_peak = std::max(out.outstanding_peak, c.peak());
+      });
+    }
     return out;
   }
 

@@ -7,6 +7,7 @@
 #include <troupe/core/actor_ref.hpp>
 #include <troupe/core/detail/actor_target.hpp>
 #include <troupe/core/detail/message_convert.hpp>
+#include <troupe/sharding/detail/back_pressure.hpp>
 #include <troupe/sharding/detail/region_actor.hpp>
 #include <troupe/sharding/detail/shard_routes.hpp>
 #include <troupe/sharding/detail/undelivered.hpp>
@@ -74,7 +75,101 @@ class region_ingress final : public region_forwarder {
     return entity_id_ ? region().path() + "#" + *entity_id_ : region().path();
   }
 
+  // Back-pressure (back_pressure.hpp): with a shard capacity every message takes a slot of its
+  // shard's credit first; tell and try_tell are refused without one, send waits for one.
+  void enqueue(troupe::detail::envelope_base* e) noexcept override { (void)admit(e, nullptr); }
+  std::error_code try_enqueue(troupe::detail::envelope_base* e) noexcept override {
+    return admit(e, nullptr);
+  }
+  void enqueue_or_wait(troupe::detail::envelope_base* e,
+                       std::function<void(std::error_code)> done) noexcept override {
+    (void)admit(e, &done);
+  }
+
  private:
+  /// Sends `e` counted once its shard has a slot; without a capacity, or for what only the
+  /// region can judge (another type, an id or shard not readable here), as before.
+  std::error_code admit(troupe::detail::envelope_base* e,
+                        std::function<void(std::error_code)>* done) noexcept {
+    shard_credit* credit = nullptr;
+    shard_id shard = 0;
+    if (setup_->credits && e->kind == troupe::detail::envelope_kind::user &&
+        e->type() == typeid(M)) {
+      credit = credit_of(*static_cast<const M*>(e->payload()), shard);
+    }
+    if (credit == nullptr) {
+      forward(e);
+      if (done != nullptr) (*done)({});
+      return {};
+    }
+    const troupe::detail::intrusive_ptr<shard_credit> hold(credit);
+    try {
+      if (done == nullptr) {
+        if (!credit->try_acquire()) return refuse(e, shard);
+        send_counted(e, hold);
+        return {};
+      }
+      shard_credit::waiter w{e,
+                             [self = troupe::detail::intrusive_ptr<region_ingress>(this), hold](
+                                 troupe::detail::envelope_base* m) { self->send_counted(m, hold); },
+                             std::move(*done)};
+      if (credit->acquire_or_queue(std::move(w))) {
+        send_counted(e, hold);
+        w.done({});
+      }
+      return {};
+    } catch (...) {  // out of memory for the waiter
+      const std::error_code ec = refuse(e, shard);
+      if (done != nullptr && *done) (*done)(ec);
+      return ec;
+    }
+  }
+
+  /// The credit of the message's shard; null when the id or shard cannot be read here.
+  shard_credit* credit_of(const M& message, shard_id& shard) noexcept {
+    try {
+      std::string id = entity_id_                  ? *entity_id_
+                       : setup_->extract_entity_id ? setup_->extract_entity_id(message)
+                                                   : std::string();
+      if (id.empty()) return nullptr;
+      shard = setup_->extract_shard_id ? setup_->extract_shard_id(id)
+                                       : shard_of(id, setup_->settings.num_shards);
+      return setup_->credits->at(shard);
+    } catch (...) {
+      return nullptr;  // the region calls the extractor again and handles what it throws
+    }
+  }
+
+  /// Sends `e` (of M) in a counted envelope holding one slot of `credit`, taken already.
+  void send_counted(troupe::detail::envelope_base* e,
+                    const troupe::detail::intrusive_ptr<shard_credit>& credit) noexcept {
+    counted_envelope<M>* c = nullptr;
+    try {
+      c = new counted_envelope<M>(std::move(*static_cast<M*>(e->payload())),
+                                  entity_id_.value_or(std::string()), credit);
+    } catch (...) {
+      credit->give_back();
+      forward(e);
+      return;
+    }
+    c->sender = std::move(e->sender);
+    delete e;
+    if (!send_along_route(c->value, c)) forward(c);  // the region says why
+  }
+
+  /// Hands `e` to the region, which dead-letters it: its shard has no slot.
+  std::error_code refuse(troupe::detail::envelope_base* e, shard_id shard) noexcept {
+    try {
+      auto* r = new region_envelope(
+          std::in_place_type<route_full<M>>,
+          route_full<M>{shard, std::move(*static_cast<M*>(e->payload())), true});
+      replace_to_region(e, r);
+    } catch (...) {
+      region().target()->enqueue_any(e);
+    }
+    return make_error_code(errc::mailbox_full);
+  }
+
   using shard_envelope = troupe::detail::envelope<shard_message<M>>;
   using region_envelope = troupe::detail::envelope<region_message<M>>;
 
@@ -185,6 +280,7 @@ class region_ingress final : public region_forwarder {
 
   /// Turns the sender's envelope into a delivery that carries its send time (1 in 16).
   void stamp(std::unique_ptr<troupe::detail::envelope_base>& out, std::string& id) {
+    if (setup_->credits) return;  // a counted envelope goes on as it is: no sample
     const time_point now = setup_->routes->clock().now();
     if (out->type() == typeid(M)) {
       // The message moves into the delivery: if that throws, it goes on unstamped.

@@ -6,6 +6,7 @@
 #include <troupe/core/actor.hpp>
 #include <troupe/core/dead_letters.hpp>
 #include <troupe/core/supervision.hpp>
+#include <troupe/sharding/detail/back_pressure.hpp>
 #include <troupe/sharding/detail/id_hash.hpp>
 #include <troupe/sharding/detail/undelivered.hpp>
 #include <troupe/sharding/entity_path.hpp>
@@ -57,6 +58,10 @@ struct shard_setup {
   duration entity_idle{};
   untyped_ref region;
   std::size_t buffer_size = 100'000;
+  /// How the shard supervises its entities (sharding_options::with_entity_options).
+  supervisor_strategy entity_supervision = supervisor_strategy::stopping();
+  /// Messages may come in counted envelopes (back_pressure.hpp), an entity ref's with its id.
+  bool counted = false;
   /// Deliveries sent to this shard actor, by the region or directly: written under the shard's
   /// route lock, read by the shard now and then to see how deep its mailbox is.
   std::atomic<std::uint64_t> sent{0};
@@ -103,15 +108,23 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     }
   };
 
-  /// Entity failures stop the entity (as in Akka Typed): its queued messages become dead
-  /// letters, and the next message spawns a fresh incarnation.
+  /// By default entity failures stop the entity (as in Akka Typed): its queued messages become
+  /// dead letters, and the next message spawns a fresh incarnation. The type may choose.
   [[nodiscard]] supervisor_strategy child_supervision() const override {
-    return supervisor_strategy::stopping();
+    return setup_->entity_supervision;
   }
 
   bool handle(troupe::detail::envelope_base& e) override {
     try {
       if (e.type() == typeid(M)) {
+        if (setup_->counted) {
+          auto* c = dynamic_cast<counted_envelope<M>*>(&e);
+          if (c != nullptr && !c->entity_id.empty()) {
+            const std::string id = c->entity_id;  // the envelope goes on to the entity
+            deliver_to(id, c->value, time_point{}, /*pass_on=*/true);
+            return false;
+          }
+        }
         on_direct(*static_cast<M*>(e.payload()));
       } else {
         receive(*static_cast<shard_message<M>*>(e.payload()));
