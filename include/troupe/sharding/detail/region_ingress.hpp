@@ -154,20 +154,34 @@ class region_ingress final : public region_forwarder {
     }
     c->sender = std::move(e->sender);
     delete e;
-    if (!send_along_route(c->value, c)) forward(c);  // the region says why
+    std::unique_ptr<troupe::detail::envelope_base> held(c);
+    try {
+      if (!send_along_route(c->value, held)) forward(held.release());  // the region says why
+    } catch (...) {
+      if (held) dead_letter_copy_failed(std::move(held), c->value);
+    }
   }
 
   /// Hands `e` to the region, which dead-letters it: its shard has no slot.
   std::error_code refuse(troupe::detail::envelope_base* e, shard_id shard) noexcept {
+    std::unique_ptr<troupe::detail::envelope_base> held(e);
+    M& message = *static_cast<M*>(held->payload());
     try {
-      auto* r = new region_envelope(
-          std::in_place_type<route_full<M>>,
-          route_full<M>{shard, std::move(*static_cast<M*>(e->payload())), true});
-      replace_to_region(e, r);
+      auto* r = new region_envelope(std::in_place_type<route_full<M>>, shard, std::move(message),
+                                    /*over_capacity=*/true);
+      replace_to_region(held, r);
     } catch (...) {
-      region().target()->enqueue_any(e);
+      dead_letter_copy_failed(std::move(held), message);
     }
     return make_error_code(errc::mailbox_full);
+  }
+
+  /// Dead-letters `message`, still in `held`'s envelope, which could not be moved on.
+  void dead_letter_copy_failed(std::unique_ptr<troupe::detail::envelope_base> held,
+                               M& message) noexcept {
+    dead_letter_in_place(troupe::detail::dead_letters_of(*owner()), std::move(held), message,
+                         path(), errc::message_copy_failed,
+                         "region " + setup_->settings.type_name + ": " + copy_failure_reason());
   }
 
   using shard_envelope = troupe::detail::envelope<shard_message<M>>;
@@ -203,9 +217,7 @@ class region_ingress final : public region_forwarder {
       replace_to_region(held, wrapped);
     } catch (...) {
       if (held && message != nullptr) {
-        dead_letter_in_place(troupe::detail::dead_letters_of(*owner()), std::move(held), *message,
-                             path(), errc::message_copy_failed,
-                             "region " + setup_->settings.type_name + ": " + copy_failure_reason());
+        dead_letter_copy_failed(std::move(held), *message);
       } else if (held) {
         troupe::detail::dead_letters_of(*owner()).publish(
             held.release(), path(), make_error_code(errc::message_copy_failed),
@@ -242,7 +254,10 @@ class region_ingress final : public region_forwarder {
     if (route == nullptr) return false;
     // The shard reads the id from a message in its own envelope (a region ref); else it needs a
     // delivery. Built before the lock: a constructor that throws leaves the message where it was.
-    if (entity_id_) held.reset(delivery(std::move(id), message, *held, time_point{}));
+    // A counted envelope (back_pressure.hpp) carries its id and goes on as it is.
+    if (entity_id_ && !is_counted(*held)) {
+      held.reset(delivery(std::move(id), message, *held, time_point{}));
+    }
     bool ask_start = false;
     bool closed = false;
     {
@@ -291,6 +306,10 @@ class region_ingress final : public region_forwarder {
     } else {
       std::get<deliver<M>>(static_cast<shard_envelope&>(*out).value).sent_at = now;
     }
+  }
+
+  [[nodiscard]] bool is_counted(troupe::detail::envelope_base& e) const noexcept {
+    return setup_->credits && dynamic_cast<counted_envelope<M>*>(&e) != nullptr;
   }
 
   /// The message in `e`: the sender's own envelope of M, or a delivery.
