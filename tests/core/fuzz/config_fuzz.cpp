@@ -15,6 +15,7 @@
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 namespace {
 
@@ -32,6 +33,12 @@ const std::string& origin() {
     std::ofstream(dir / "b.conf") << "include \"a.conf\"\nb { c { d = 2 minutes } }\n";
     std::ofstream(dir / "self.conf") << "include \"self.conf\"\n";
     std::ofstream(dir / "deep.conf") << "a{b{c{d{e{f{g{h{i{j{k{l{m{n{o{p=1}}}}}}}}}}}}}}}\n";
+    // Removed when the fuzzer exits.
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(
+          fs::temp_directory_path() / ("troupe-config-fuzz-" + std::to_string(::getpid())), ec);
+    });
     return (dir / "fuzz.conf").string();
   }();
   return path;
