@@ -14,10 +14,13 @@
 #
 # Disk: the dev and tsan presets link the troupe libraries as shared objects (static copies in every
 # sanitized test binary took 3.8 GB for dev alone, and a CI machine ran out of space), and ccache
-# is off unless CCACHE_DISABLE=0 is set: a fresh clone gains almost nothing from it
-# and its cache would take another few GB.
+# is off unless TROUPE_CCACHE=1 is set: a fresh clone gains almost nothing from it and its cache
+# would take another few GB. (ccache reads any set CCACHE_DISABLE as "off" and rejects "0" as
+# an invalid boolean, so the switch cannot be CCACHE_DISABLE=0; that spelling is taken as
+# TROUPE_CCACHE=1 here, for those who followed the older comment.)
 #
-# Environment: TROUPE_JOBS (default: nproc) for both the build and ctest; ASAN_OPTIONS,
+# Environment: TROUPE_CCACHE=1 to use ccache; TROUPE_JOBS (default: nproc) for both the build and
+# ctest; ASAN_OPTIONS,
 # UBSAN_OPTIONS and TSAN_OPTIONS are appended to the defaults below.
 set -euo pipefail
 
@@ -26,7 +29,14 @@ root="$(pwd)"
 jobs="${TROUPE_JOBS:-$(nproc)}"
 start=$SECONDS
 
-export CCACHE_DISABLE="${CCACHE_DISABLE:-1}"
+case "${CCACHE_DISABLE-unset}" in
+  0 | false | no | disable) TROUPE_CCACHE=1 ;;
+esac
+if [[ "${TROUPE_CCACHE:-0}" == 1 ]]; then
+  unset CCACHE_DISABLE
+else
+  export CCACHE_DISABLE=1
+fi
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:strict_string_checks=1:check_initialization_order=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/sanitizers/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"

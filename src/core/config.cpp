@@ -106,7 +106,8 @@ void fail(const config_node& node, std::string_view key, std::string_view messag
 }
 
 config_node_ptr merge_resolved(const config_node_ptr& base, const config_node_ptr& over) {
-  if (base->type != config_node::kind::object || over->type != config_node::kind::object) {
+  if (base == over || base->type != config_node::kind::object ||
+      over->type != config_node::kind::object) {
     return over;
   }
   auto out = std::make_shared<config_node>();
@@ -119,6 +120,9 @@ config_node_ptr merge_resolved(const config_node_ptr& base, const config_node_pt
     auto [it, inserted] = out->fields.try_emplace(key, value);
     if (!inserted) it->second = merge_resolved(it->second, value);
   }
+  // Never deeper than the deeper input, which resolution bounded.
+  for (const auto& [key, value] : out->fields) out->height = std::max(out->height, value->height);
+  ++out->height;
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <troupe/core/config.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -127,9 +128,12 @@ class parser {
         prefix_(std::move(prefix)),
         includes_(includes) {}
 
-  config_node_ptr parse_document() {
+  // `depth` is the level of the object whose fields the document's root becomes (1 for the
+  // outermost document, the including object's level for an include).
+  config_node_ptr parse_document(int depth = 1) {
     if (text_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;
     skip_all();
+    depth_ = depth - 1;
     if (peek() == '{') {
       auto root = parse_object({});
       skip_all();
@@ -138,6 +142,7 @@ class parser {
     }
     if (peek() == '[') error({}, "the root of a config must be an object, not a list");
     auto root = make(kind::object);
+    depth_ = depth;
     parse_fields(*root, {}, false, line_);
     return root;
   }
@@ -228,6 +233,13 @@ class parser {
     const int key_line = line_;
     const auto key = parse_key(path);
     const auto full = concat(path, key);
+    // a.b.c = v opens a level per extra segment (an error names at most the segments that fit).
+    const int depth = depth_;
+    if (key.size() > 1) {
+      const auto shown = std::min(full.size(), static_cast<std::size_t>(max_config_depth) + 1);
+      enter({full.begin(), full.begin() + static_cast<std::ptrdiff_t>(shown)},
+            static_cast<int>(key.size()) - 1);
+    }
     skip_inline();
     config_node_ptr value;
     if (peek() == '{') {
@@ -248,6 +260,7 @@ class parser {
       value = std::move(wrapper);
     }
     merge_field(obj, key.front(), std::move(value));
+    depth_ = depth;
     return full;
   }
 
@@ -339,16 +352,28 @@ class parser {
     return joined;
   }
 
+  // Opens `levels` levels of nesting; beyond max_config_depth is an error at this line.
+  void enter(const std::vector<std::string>& key, int levels) {
+    depth_ += levels;
+    if (depth_ > max_config_depth) {
+      error(key,
+            "objects and lists nested deeper than " + std::to_string(max_config_depth) + " levels");
+    }
+  }
+
   config_node_ptr parse_object(const std::vector<std::string>& path) {
     const int open_line = line_;
+    enter(path, 1);
     ++pos_;  // '{'
     auto obj = make(kind::object);
     parse_fields(*obj, path, true, open_line);
+    --depth_;
     return obj;
   }
 
   config_node_ptr parse_array(const std::vector<std::string>& key) {
     const int open_line = line_;
+    enter(key, 1);
     ++pos_;  // '['
     auto array = make(kind::array);
     for (;;) {
@@ -356,6 +381,7 @@ class parser {
       if (at_end()) fail(*origin_, open_line, join_path(key), "unterminated list: '[' has no ']'");
       if (peek() == ']') {
         ++pos_;
+        --depth_;
         return array;
       }
       array->items.push_back(parse_value(key));
@@ -527,7 +553,7 @@ class parser {
     const std::string text = read_file(shown, *origin_, include_line, join_path(path));
     includes_.files.push_back(canonical);
     parser nested(text, shown, file.parent_path(), concat(prefix_, path), includes_);
-    auto included = nested.parse_document();
+    auto included = nested.parse_document(depth_);
     includes_.files.pop_back();
     for (auto& [key, value] : included->fields) merge_field(obj, key, value);
   }
@@ -535,6 +561,8 @@ class parser {
   std::string_view text_;
   std::size_t pos_ = 0;
   int line_ = 1;
+  // Levels of objects and lists open at pos_, the root object included.
+  int depth_ = 0;
   std::shared_ptr<const std::string> origin_;
   fs::path base_dir_;
   std::vector<std::string> prefix_;

@@ -10,6 +10,14 @@
 
 namespace troupe::detail {
 
+/// The deepest nesting of objects and lists a config may have (the root object is level 1),
+/// also after substitutions; deeper text is a config_error, so no recursion over the tree
+/// (parsing, resolution, merging, destruction) can exhaust the stack.
+inline constexpr int max_config_depth = 64;
+/// How deep resolution may recurse: the nesting plus chains of substitutions (`a = ${b}`,
+/// `b = ${c}`, ...).
+inline constexpr int max_resolve_depth = 4 * max_config_depth;
+
 struct config_node;
 using config_node_ptr = std::shared_ptr<config_node>;
 
@@ -49,6 +57,9 @@ struct config_node {
   /// would be a reference cycle), or to nothing when `unset`.
   int state = 0;
   bool unset = false;
+  /// Objects and lists: the levels of containers from this node down (1 for `{a = 1}`), known
+  /// once resolved; scalars 0.
+  int height = 0;
   config_node_ptr resolved;
 };
 

@@ -1,6 +1,8 @@
 #include "core/config_parser.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <string>
 #include <utility>
 
 namespace troupe::detail {
@@ -26,6 +28,12 @@ class resolver {
       return node->resolved ? node->resolved : node;
     }
     if (node->state == 1) fail(*node, key, "substitution cycle: the value refers to itself");
+    if (nesting_ >= max_resolve_depth) {
+      fail(*node, key,
+           "substitutions nested too deep: more than " + std::to_string(max_resolve_depth) +
+               " levels to resolve");
+    }
+    const nested guard(nesting_);
     node->state = 1;
     config_node_ptr result = node;
     switch (node->type) {
@@ -39,6 +47,7 @@ class resolver {
             it = node->fields.erase(it);
           }
         }
+        set_height(*node, key);
         break;
       }
       case kind::array: {
@@ -47,6 +56,7 @@ class resolver {
           if (auto value = resolve(item, key)) items.push_back(std::move(value));
         }
         node->items = std::move(items);
+        set_height(*node, key);
         break;
       }
       case kind::substitution:
@@ -91,6 +101,29 @@ class resolver {
   }
 
  private:
+  // Counts one level of resolve() for as long as it lives.
+  struct nested {
+    explicit nested(int& depth) : depth_(depth) { ++depth_; }
+    ~nested() { --depth_; }
+    nested(const nested&) = delete;
+    nested& operator=(const nested&) = delete;
+    int& depth_;
+  };
+
+  // A substitution can put a whole tree inside another (`b = { x = ${a} }`, `c = { x = ${b} }`,
+  // ...), deeper than any text the parser accepts: bound it here, as each container is done.
+  static void set_height(config_node& node, const std::string& key) {
+    int below = 0;
+    for (const auto& [name, value] : node.fields) below = std::max(below, value->height);
+    for (const auto& item : node.items) below = std::max(below, item->height);
+    node.height = below + 1;
+    if (node.height > max_config_depth) {
+      fail(node, key,
+           "objects and lists nested deeper than " + std::to_string(max_config_depth) +
+               " levels after substitution");
+    }
+  }
+
   static std::string child_key(const std::string& key, const std::string& name) {
     return key.empty() ? join_path({name}) : key + "." + join_path({name});
   }
@@ -132,6 +165,7 @@ class resolver {
   }
 
   config_node_ptr root_;
+  int nesting_ = 0;
 };
 
 }  // namespace

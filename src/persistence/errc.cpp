@@ -27,6 +27,8 @@ class persistence_category final : public std::error_category {
         return "store failure";
       case errc::store_closed:
         return "store closed";
+      case errc::overloaded:
+        return "store overloaded";
     }
     return "unknown persistence error";
   }

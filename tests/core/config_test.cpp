@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -568,6 +569,107 @@ TEST(Config, AnIncludeCycleIsAnError) {
   // A file including itself too.
   const auto self = dir.write("self.conf", "include \"self.conf\"\n");
   EXPECT_THAT(error_of([&] { (void)config::parse_file(self); }), HasSubstr("include cycle"));
+}
+
+// -- nesting bound: text nested deeper than 64 levels is an error, never a stack overflow --------
+
+// `levels` objects `a { a { ... } }` around `x = 1`, the root object being the first level.
+std::string nested_objects(std::size_t levels) {
+  std::string text;
+  for (std::size_t i = 1; i < levels; ++i) text += "a{";
+  text += "x=1";
+  text.append(levels - 1, '}');
+  return text;
+}
+
+TEST(Config, NestingUpTo64LevelsIsRead) {
+  std::string path = "a";
+  for (int i = 2; i < 64; ++i) path += ".a";
+  EXPECT_EQ(parse(nested_objects(64)).get_int(path + ".x"), 1);
+  EXPECT_THAT(parse_error(nested_objects(65)), HasSubstr("nested deeper than 64 levels"));
+}
+
+TEST(Config, DeeplyNestedObjectsFailNamingTheLine) {
+  const auto message = parse_error("ok = 1\n" + nested_objects(100000));
+  EXPECT_THAT(message, HasSubstr("test.conf:2: "));
+  EXPECT_THAT(message, HasSubstr("objects and lists nested deeper than 64 levels"));
+  // Over lines, the line where the 65th level opens.
+  std::string text;
+  for (int i = 0; i < 100000; ++i) text += "a {\n";
+  EXPECT_THAT(parse_error(text), HasSubstr("test.conf:64: "));
+  EXPECT_THAT(parse_error("{" + text), HasSubstr("test.conf:64: "));
+}
+
+TEST(Config, DeeplyNestedListsFail) {
+  EXPECT_THAT(parse_error("a = " + std::string(100000, '[')),
+              HasSubstr("test.conf:1: a: objects and lists nested deeper than 64 levels"));
+  EXPECT_THAT(parse_error("a = " + std::string(64, '[') + std::string(64, ']')),
+              HasSubstr("nested deeper than 64 levels"));
+  EXPECT_EQ(parse("a = " + std::string(63, '[') + std::string(63, ']')).has("a"), true);
+}
+
+TEST(Config, ADottedKeyOfTooManySegmentsFails) {
+  std::string key = "a";
+  for (int i = 0; i < 100000; ++i) key += ".a";
+  const auto message = parse_error(key + " = 1");
+  EXPECT_THAT(message, HasSubstr("nested deeper than 64 levels"));
+  EXPECT_LT(message.size(), 1000U);  // the key is cut short in the message
+  // 64 segments are 64 levels with the root (the last segment holds the value).
+  key = "a";
+  for (int i = 1; i < 64; ++i) key += ".a";
+  EXPECT_EQ(parse(key + " = 1").get_int(key), 1);
+  EXPECT_THAT(parse_error(key + ".a = 1"), HasSubstr("nested deeper than 64 levels"));
+}
+
+TEST(Config, NestingCountsAcrossIncludes) {
+  temp_dir dir;
+  dir.write("deep.conf", nested_objects(40));
+  // The included root becomes the including object: level 25 plus 39 more is 64.
+  const auto including_at = [](int level) {
+    std::string text;
+    for (int i = 1; i < level; ++i) text += "b{";
+    text += "\ninclude \"deep.conf\"\n";
+    text.append(static_cast<std::size_t>(level - 1), '}');
+    return text;
+  };
+  EXPECT_TRUE(config::parse_file(dir.write("ok.conf", including_at(25))).has("b"));
+  const auto file = dir.write("app.conf", including_at(26));
+  const auto message = error_of([&] { (void)config::parse_file(file); });
+  EXPECT_THAT(message, HasSubstr("deep.conf:1: "));
+  EXPECT_THAT(message, HasSubstr("nested deeper than 64 levels"));
+}
+
+TEST(Config, SubstitutionsCannotBuildATreeDeeperThan64Levels) {
+  // Resolved in key order, each object takes the previous one inside it: shallow recursion, but
+  // a tree 100,000 levels deep.
+  std::string text = "k000000 = { x = 1 }\n";
+  char line[64];
+  for (int i = 1; i < 100000; ++i) {
+    std::snprintf(line, sizeof line, "k%06d = { x = ${k%06d} }\n", i, i - 1);
+    text += line;
+  }
+  const auto message = parse_error(text);
+  EXPECT_THAT(message, HasSubstr("nested deeper than 64 levels after substitution"));
+  EXPECT_THAT(message, HasSubstr("test.conf:65: k000064: "));
+}
+
+TEST(Config, LongSubstitutionChainsFail) {
+  // Resolving k000000 first needs k000001, which needs k000002, ...
+  std::string text;
+  char line[64];
+  for (int i = 0; i < 100000; ++i) {
+    std::snprintf(line, sizeof line, "k%06d = ${k%06d}\n", i, i + 1);
+    text += line;
+  }
+  text += "k100000 = 1\n";
+  EXPECT_THAT(parse_error(text), HasSubstr("substitutions nested too deep"));
+  // A short chain resolves.
+  EXPECT_EQ(parse("a = ${b}\nb = ${c}\nc = ${d}\nd = 4").get_int("a"), 4);
+}
+
+TEST(Config, AConfigMergedWithItselfStaysTheSame) {
+  const auto cfg = parse("a { b { c = 1 } }");
+  EXPECT_EQ(cfg.with_fallback(cfg).get_int("a.b.c"), 1);
 }
 
 TEST(Config, IncludesFromAStringResolveAgainstTheOriginDirectory) {

@@ -8,9 +8,12 @@
 #include "persistence/group_commit/completer.hpp"
 #include "persistence/group_commit/task.hpp"
 #include "persistence/group_commit/task_queue.hpp"
+#include "persistence/group_commit/writer_loop.hpp"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <exception>
 #include <memory>
@@ -34,10 +37,23 @@ using test_task = gc::task<context>;
 /// Where the tasks' callers write down how they were completed.
 struct outcomes {
   std::mutex mutex;
+  std::condition_variable changed;
   std::vector<std::string> seen;
   void add(std::string s) {
+    {
+      std::scoped_lock lock(mutex);
+      seen.push_back(std::move(s));
+    }
+    changed.notify_all();
+  }
+  /// Waits (10 s at most) until `n` callers were completed; false if they were not.
+  bool wait_for(std::size_t n) {
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, std::chrono::seconds(10), [&] { return seen.size() >= n; });
+  }
+  std::vector<std::string> snapshot() {
     std::scoped_lock lock(mutex);
-    seen.push_back(std::move(s));
+    return seen;
   }
 };
 
@@ -116,6 +132,75 @@ TEST(GroupCommitQueue, HandsOutGroupsInOrderAndDrainsAfterClosing) {
   EXPECT_EQ(group.size(), 2U);
   group.clear();
   EXPECT_FALSE(queue.take(group, 10));
+}
+
+std::string overloaded(const std::string& name) {
+  return name + ":error " + std::to_string(static_cast<int>(tp::errc::overloaded));
+}
+
+TEST(GroupCommitQueue, RefusesTasksBeyondItsBoundWithOverloadedAndKeepsTheRest) {
+  outcomes out;
+  gc::task_queue<test_task> queue("test store", 3);
+  for (int i = 0; i < 5; ++i) queue.submit(make(out, std::to_string(i)));
+  // The two beyond the bound are completed at once; the three queued are untouched.
+  EXPECT_EQ(out.seen, (std::vector<std::string>{overloaded("3"), overloaded("4")}));
+  EXPECT_EQ(queue.overloaded(), 2U);
+  std::deque<std::unique_ptr<test_task>> group;
+  ASSERT_TRUE(queue.take(group, 10));
+  ASSERT_EQ(group.size(), 3U);
+  context c{1, nullptr};
+  for (auto& t : group) {
+    ASSERT_TRUE(t->run(c));
+    t->complete();
+  }
+  EXPECT_EQ(out.seen,
+            (std::vector<std::string>{overloaded("3"), overloaded("4"), "0:1", "1:1", "2:1"}));
+  // Drained, it takes tasks again.
+  group.clear();
+  queue.submit(make(out, "again"));
+  ASSERT_TRUE(queue.take(group, 10));
+  EXPECT_EQ(group.size(), 1U);
+}
+
+TEST(GroupCommitWriter, AFullQueueRefusesTheExcessWhileTheWriterIsHeldAndLosesNothingElse) {
+  outcomes out;
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool writing = false;
+  bool released = false;
+  std::vector<std::size_t> group_sizes;
+  {
+    gc::writer_loop<test_task> loop("test store", 100, 4, [&](auto& group) {
+      std::unique_lock lock(mutex);
+      writing = true;
+      group_sizes.push_back(group.size());
+      changed.notify_all();
+      // The first group holds the writer until the test lets it go.
+      changed.wait(lock, [&] { return released; });
+      context c{static_cast<int>(group_sizes.size()), nullptr};
+      for (auto& t : group) t->run(c);
+    });
+    loop.submit(make(out, "held"));
+    {
+      std::unique_lock lock(mutex);
+      ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return writing; }));
+    }
+    // The writer holds "held"; four more fill the queue, the next two are refused at once.
+    for (int i = 0; i < 6; ++i) loop.submit(make(out, "q" + std::to_string(i)));
+    EXPECT_EQ(out.snapshot(), (std::vector<std::string>{overloaded("q4"), overloaded("q5")}));
+    {
+      std::scoped_lock lock(mutex);
+      released = true;
+    }
+    changed.notify_all();
+    ASSERT_TRUE(out.wait_for(7));
+    // Drained: the queue takes writes again.
+    loop.submit(make(out, "after"));
+    ASSERT_TRUE(out.wait_for(8));
+  }
+  EXPECT_EQ(out.snapshot(), (std::vector<std::string>{overloaded("q4"), overloaded("q5"), "held:1",
+                                                      "q0:2", "q1:2", "q2:2", "q3:2", "after:3"}));
+  EXPECT_EQ(group_sizes, (std::vector<std::size_t>{1, 4, 1}));
 }
 
 TEST(GroupCommitCompleter, CompletesBatchesInOrderAndAllOfThemBeforeItIsGone) {

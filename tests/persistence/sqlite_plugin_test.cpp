@@ -5,8 +5,10 @@
 // leaving the others committed, and completions reaching a coroutine actor on its own executor.
 #include <troupe/core/actor_system.hpp>
 #include <troupe/core/async_actor.hpp>
+#include <troupe/core/config.hpp>
 #include <troupe/persistence/errc.hpp>
 #include <troupe/persistence/serialization/codec.hpp>
+#include <troupe/persistence/sqlite_config.hpp>
 #include <troupe/persistence/sqlite_plugin.hpp>
 #include <troupe/testkit/test_probe.hpp>
 
@@ -23,6 +25,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -254,6 +257,20 @@ TEST(SqlitePlugin, CompletesInsideACoroutineActorsTurn) {
   EXPECT_EQ(probe.expect_message(), 1U);
   EXPECT_EQ(probe.expect_message(), 2U);
   EXPECT_EQ(probe.expect_message(), 3U);
+}
+
+TEST(SqliteConfig, ReadsTheQueueBoundAndRefusesZero) {
+  const auto read = [](std::string_view text) {
+    return tp::sqlite_options_from_config(troupe::config::parse_string(text, "test.conf"));
+  };
+  EXPECT_EQ(read("troupe.persistence.sqlite.file = x.db").max_queued, 65536U);
+  EXPECT_EQ(read("troupe.persistence.sqlite { file = x.db, max-queued = 10 }").max_queued, 10U);
+  try {
+    (void)read("troupe.persistence.sqlite { file = x.db, max-queued = 0 }");
+    ADD_FAILURE() << "max-queued = 0 was accepted";
+  } catch (const tp::persistence_error& e) {
+    EXPECT_EQ(e.value(), tp::errc::invalid_request);
+  }
 }
 
 }  // namespace

@@ -31,6 +31,10 @@ enum class errc {
   store_failure,
   /// The store was closed before the operation ran.
   store_closed,
+  /// The store's queue of waiting operations was full (its `max_queued`): the operation was
+  /// refused without running; nothing else is affected, and it may be retried once the store has
+  /// caught up.
+  overloaded,
 };
 
 /// The `std::error_category` of troupe::persistence::errc.

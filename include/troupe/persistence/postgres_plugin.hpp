@@ -26,6 +26,9 @@ struct postgres_options {
   std::size_t readers = 2;
   /// The most writes one transaction takes; more queued writes go into the next one.
   std::size_t max_batch = 4096;
+  /// The most writes waiting for the writer (at least 1); one more fails at once with
+  /// errc::overloaded instead of queueing without bound.
+  std::size_t max_queued = 65536;
   /// Shown in `pg_stat_activity.application_name` for the plugin's connections.
   std::string application_name = "troupe";
 };

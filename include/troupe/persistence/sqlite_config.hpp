@@ -15,8 +15,8 @@
 namespace troupe::persistence {
 
 /// Reads `troupe.persistence.sqlite`: `file` (required), `durability` (full | normal, default
-/// full), `max-batch` (default 4096), `busy-timeout` (default 5 s). Throws persistence_error
-/// (errc::invalid_request) for a missing file or a bad value.
+/// full), `max-batch` (default 4096), `max-queued` (default 65536), `busy-timeout` (default 5 s).
+/// Throws persistence_error (errc::invalid_request) for a missing file or a bad value.
 [[nodiscard]] sqlite_options sqlite_options_from_config(const troupe::config& config);
 
 /// Registers the "sqlite" plugin factory with the system's persistence extension, so that

@@ -36,6 +36,9 @@ struct sqlite_options {
   sqlite_durability durability = sqlite_durability::full;
   /// The most writes one transaction takes; more queued writes go into the next one.
   std::size_t max_batch = 4096;
+  /// The most writes waiting for the writer (at least 1); one more fails at once with
+  /// errc::overloaded instead of queueing without bound.
+  std::size_t max_queued = 65536;
   /// How long a statement waits for a lock held by another process on the same file.
   std::chrono::milliseconds busy_timeout{5000};
 };

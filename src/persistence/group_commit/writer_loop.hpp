@@ -23,10 +23,12 @@ class writer_loop {
  public:
   using batch = std::deque<std::unique_ptr<Task>>;
 
-  /// `run_group` runs one group on the writer's thread. Declare this object last in its owner:
-  /// it is built after what run_group uses, and destroyed (its thread joined) before it.
-  writer_loop(std::string store, std::size_t max_batch, std::function<void(batch&)> run_group)
-      : queue_(std::move(store)),
+  /// `run_group` runs one group on the writer's thread; at most `max_queued` writes wait for it
+  /// (see task_queue). Declare this object last in its owner: it is built after what run_group
+  /// uses, and destroyed (its thread joined) before it.
+  writer_loop(std::string store, std::size_t max_batch, std::size_t max_queued,
+              std::function<void(batch&)> run_group)
+      : queue_(std::move(store), max_queued),
         max_batch_(max_batch == 0 ? 1 : max_batch),
         run_group_(std::move(run_group)),
         thread_([this] { loop(); }) {}
@@ -38,7 +40,8 @@ class writer_loop {
   writer_loop(const writer_loop&) = delete;
   writer_loop& operator=(const writer_loop&) = delete;
 
-  /// Queues a write; after close it completes at once with errc::store_closed.
+  /// Queues a write; after close it completes at once with errc::store_closed, and with
+  /// errc::overloaded when the queue is full.
   void submit(std::unique_ptr<Task> t) { queue_.submit(std::move(t)); }
 
   /// Writes run so far.

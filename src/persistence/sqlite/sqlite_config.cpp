@@ -31,6 +31,10 @@ sqlite_options sqlite_options_from_config(const troupe::config& config) {
     if (*n < 1) throw persistence_error(errc::invalid_request, key("max-batch") + " must be >= 1");
     out.max_batch = static_cast<std::size_t>(*n);
   }
+  if (auto n = config.get_int(key("max-queued"))) {
+    if (*n < 1) throw persistence_error(errc::invalid_request, key("max-queued") + " must be >= 1");
+    out.max_queued = static_cast<std::size_t>(*n);
+  }
   if (auto t = config.get_duration(key("busy-timeout"))) {
     out.busy_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*t);
   }
