@@ -11,6 +11,7 @@
 
 #include <exception>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -65,9 +66,11 @@ class envelope_ingress final : public region_forwarder {
         }
         step = "the entity-message extractor";
         M message = setup_->extract_entity_message(std::move(*in));
-        replace_to_region(
-            e, new troupe::detail::envelope<region_message<M>>(
-                   std::in_place_type<routed<M>>, routed<M>{std::move(id), std::move(message)}));
+        step = "passing the message on";
+        auto* wrapped = new troupe::detail::envelope<region_message<M>>(
+            std::in_place_type<routed<M>>, routed<M>{std::move(id), std::move(message)});
+        std::unique_ptr<troupe::detail::envelope_base> held(e);
+        replace_to_region(held, wrapped);
       } catch (const std::exception& ex) {
         reject(e, std::string(step) + " threw: " + ex.what());
       } catch (...) {
