@@ -27,6 +27,14 @@ class cluster_category final : public std::error_category {
         return "transport failure";
       case errc::invalid_address:
         return "invalid node address or actor path";
+      case errc::store_unavailable:
+        return "consensus store unavailable";
+      case errc::lease_not_found:
+        return "lease not found (expired or revoked)";
+      case errc::compacted:
+        return "requested revision has been compacted";
+      case errc::invalid_store_request:
+        return "invalid consensus store request";
     }
     return "unknown cluster error";
   }

@@ -28,6 +28,16 @@ enum class errc {
   transport_failure,
   /// A remote address or actor path is malformed.
   invalid_address,
+  /// The consensus store (etcd) did not answer in time or the connection to it was lost; a write
+  /// may or may not have been applied.
+  store_unavailable,
+  /// A lease has expired or was revoked.
+  lease_not_found,
+  /// A watch asked for history the store has compacted away: read again, then watch.
+  compacted,
+  /// A request the store refuses as malformed: too many operations, a key written twice, an
+  /// empty key.
+  invalid_store_request,
 };
 
 const std::error_category& error_category() noexcept;
