@@ -1,0 +1,67 @@
+#pragma once
+/// What the coordinator knows of the cluster, as plain values read from the consensus store:
+/// members (a node incarnation with its roles), the regions of one sharded type, and the
+/// allocations of its shards. The sharding layer holds no network code, so these carry only what
+/// the decisions need; the cluster layer fills them from its keys.
+
+#include <troupe/sharding/shard_id.hpp>
+
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace troupe::sharding::coordination {
+
+/// A consensus-store revision (etcd's: one cluster-wide counter, +1 per modifying request).
+using store_revision = std::int64_t;
+
+/// One incarnation of a node: the node's id and the incarnation that joined (its lease). A node
+/// that restarts comes back as a new incarnation and is a different member.
+struct member_id {
+  std::string node;
+  std::int64_t incarnation = 0;
+
+  friend bool operator==(const member_id&, const member_id&) = default;
+  friend std::strong_ordering operator<=>(const member_id&, const member_id&) = default;
+};
+
+/// A member as its key says (the key exists while the member's lease lives).
+struct member_info {
+  member_id id;
+  /// The roles the node was started with.
+  std::vector<std::string> roles;
+  /// The member announced a graceful leave: it is the last choice for new shards.
+  bool leaving = false;
+  /// The application's version, dot-separated numbers (e.g. "1.10.2"); newer versions are
+  /// preferred for new shards. Empty sorts before every version.
+  std::string app_version;
+
+  friend bool operator==(const member_info&, const member_info&) = default;
+};
+
+/// A region of the coordinated type on a member (its registration key).
+struct region_info {
+  member_id id;
+  /// A proxy routes and never hosts a shard.
+  bool proxy = false;
+
+  friend bool operator==(const region_info&, const region_info&) = default;
+};
+
+/// A shard's allocation: its owner, and the revision that wrote it (the shard's epoch).
+struct allocation {
+  shard_id shard = 0;
+  member_id owner;
+  /// The allocation key's mod revision: the shard's epoch.
+  store_revision mod_revision = 0;
+
+  friend bool operator==(const allocation&, const allocation&) = default;
+};
+
+/// Orders application versions: dot-separated parts, compared as numbers when both are digits
+/// and as text otherwise; a missing part sorts first ("1.2" < "1.2.0" < "1.10").
+[[nodiscard]] std::strong_ordering compare_app_versions(std::string_view a, std::string_view b);
+
+}  // namespace troupe::sharding::coordination

@@ -1,0 +1,114 @@
+#pragma once
+/// The coordinator of one sharded type as a pure state machine: events go in
+/// (coordinator_events.hpp) and decisions come out (coordinator_decisions.hpp). It starts no
+/// thread, opens no connection and reads no clock, so tests drive it by hand and the cluster layer
+/// runs it on whichever node wins the type's election. docs/cluster-coordinator.md explains each
+/// rule and why it is safe.
+///
+/// In short: it decides only while elected and after reading the state at one revision; a
+/// region's question is answered from the allocations, or by allocating the shard (create if
+/// absent) and answering once that write commits; the shards of a member whose key is gone are
+/// reallocated (each write compares the old epochs and that the member's key is still gone),
+/// never those of a member whose key exists; each shard has at most one write outstanding; and a
+/// write that failed or whose outcome is unknown makes it read the state again instead of
+/// retrying.
+
+#include <troupe/core/clock.hpp>
+#include <troupe/sharding/coordination/allocation_strategy.hpp>
+#include <troupe/sharding/coordination/cluster_view.hpp>
+#include <troupe/sharding/coordination/coordinator_decisions.hpp>
+#include <troupe/sharding/coordination/coordinator_events.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace troupe::sharding::coordination {
+
+/// The knobs of one type's coordinator.
+struct coordinator_settings {
+  /// Only members with this role host the type's shards; empty: every member may.
+  std::string role;
+  /// How often a tick asks the strategy for a rebalance (the spec's `rebalance-interval`).
+  duration rebalance_interval = std::chrono::seconds(10);
+};
+
+/// Decides where the shards of one sharded type live.
+class coordinator {
+ public:
+  /// Throws troupe::error(errc::invalid_config) when `strategy` is null.
+  coordinator(coordinator_settings settings, std::unique_ptr<allocation_strategy> strategy);
+
+  /// Applies `event` and returns what to do, in order.
+  [[nodiscard]] std::vector<coordinator_decision> handle(const coordinator_event& event);
+
+  /// Elected and holding a state read since: the coordinator decides.
+  [[nodiscard]] bool deciding() const noexcept;
+
+  /// The allocations as the coordinator knows them (committed writes included).
+  [[nodiscard]] const std::map<shard_id, allocation>& allocations() const noexcept {
+    return allocations_;
+  }
+
+  /// The shards with a write outstanding.
+  [[nodiscard]] std::vector<shard_id> shards_in_flight() const;
+
+ private:
+  struct pending_write {
+    std::vector<allocation_write> shards;
+  };
+  using out = std::vector<coordinator_decision>;
+
+  void on(const elected& e, out& o);
+  void on(const deposed& e, out& o);
+  void on(const state_read& e, out& o);
+  void on(const member_put& e, out& o);
+  void on(const member_deleted& e, out& o);
+  void on(const region_put& e, out& o);
+  void on(const region_deleted& e, out& o);
+  void on(const allocation_put& e, out& o);
+  void on(const allocation_deleted& e, out& o);
+  void on(const home_requested& e, out& o);
+  void on(const write_committed& e, out& o);
+  void on(const write_failed& e, out& o);
+  void on(const write_unknown& e, out& o);
+  void on(const tick& e, out& o);
+
+  void reset();
+  // Applies a change event unless a read covers it; returns whether it was applied.
+  bool change_applies(store_revision revision, const coordinator_event& event);
+  void apply_change(const coordinator_event& event);
+  void write_outcome_not_known(write_id id, out& o);
+  void reconcile(out& o);
+  void answer_waiters(shard_id shard, const allocation& a, out& o);
+  [[nodiscard]] bool may_host(const region_info& region) const;
+  [[nodiscard]] std::vector<region_view> hosting_view() const;
+  // Asks the strategy, checks its answer and records the pick in `view`.
+  std::optional<member_id> choose(shard_id shard, std::vector<region_view>& view, out& o);
+  void emit_write(std::vector<allocation_write> shards, std::optional<member_id> dead_owner,
+                  out& o);
+
+  coordinator_settings settings_;
+  std::unique_ptr<allocation_strategy> strategy_;
+
+  std::optional<store_revision> key_create_revision_;  // set while elected
+  bool have_state_ = false;                            // a state_read arrived since elected
+  bool reading_ = false;                               // a read_state is outstanding
+  bool read_again_ = false;  // something failed while reading: the read may predate it
+  store_revision read_revision_ = 0;
+  std::vector<std::pair<store_revision, coordinator_event>> early_changes_;
+
+  std::map<member_id, member_info> members_;
+  std::map<member_id, region_info> regions_;
+  std::map<shard_id, allocation> allocations_;
+  std::map<write_id, pending_write> writes_;
+  std::map<shard_id, write_id> busy_;
+  std::map<shard_id, std::vector<member_id>> waiters_;
+  write_id next_write_id_ = 1;
+  std::optional<time_point> last_rebalance_;
+};
+
+}  // namespace troupe::sharding::coordination

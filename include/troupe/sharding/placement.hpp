@@ -1,0 +1,80 @@
+#pragma once
+/// Where a shard of one sharded type lives: the one place that decides it. A region consults its
+/// placement for every shard it routes to (first messages, LRU mode, stopping shards) and so do
+/// the direct routes senders keep to running shard actors, so no path decides on its own.
+///
+/// There are three answers: the shard lives *here* (this node's region hosts it), on a *remote*
+/// region (a node and the allocation's epoch, which every message to that node carries), or it
+/// has *no home yet* (the region buffers the shard's messages until the placement reports a
+/// home). One node without a cluster uses single_node_placement, which always answers `here`.
+/// The cluster layer implements the seam with membership, the coordinator and remoting.
+
+#include <troupe/sharding/shard_id.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <variant>
+
+namespace troupe::sharding {
+
+/// A shard's epoch: the revision of the allocation that gave the shard its current owner (the
+/// allocation key's mod revision in the consensus store). Epochs of one shard only grow; 0 is
+/// the epoch of a shard no allocation placed (a single node).
+using shard_epoch = std::int64_t;
+
+/// The shard is hosted by this node's region, at `epoch`.
+struct placed_here {
+  shard_epoch epoch = 0;
+
+  friend bool operator==(const placed_here&, const placed_here&) = default;
+};
+
+/// The shard is hosted by the region on `node`, since the allocation of `epoch`.
+struct placed_remote {
+  std::string node;
+  shard_epoch epoch = 0;
+
+  friend bool operator==(const placed_remote&, const placed_remote&) = default;
+};
+
+/// No region hosts the shard yet (or its owner is being replaced): buffer its messages.
+struct no_home_yet {
+  friend bool operator==(const no_home_yet&, const no_home_yet&) = default;
+};
+
+/// One answer of a placement.
+using shard_home = std::variant<placed_here, placed_remote, no_home_yet>;
+
+/// Answers "where does this shard live" for one sharded type.
+class placement {
+ public:
+  /// Called with a shard whose home changed (it got one, or it moved); the region then reads
+  /// home_of() again and flushes or reroutes that shard's buffer.
+  using home_listener = std::function<void(shard_id)>;
+
+  virtual ~placement() = default;
+  placement() = default;
+  placement(const placement&) = delete;
+  placement& operator=(const placement&) = delete;
+
+  /// The shard's home as this node knows it now. Never blocks and may be called from any
+  /// thread; answering `no_home_yet` also starts finding a home (the cluster asks the
+  /// coordinator), reported later through the listener.
+  [[nodiscard]] virtual shard_home home_of(shard_id shard) = 0;
+
+  /// Sets the one listener told about changed homes (replacing any earlier one; an empty
+  /// function removes it). It may be called on any thread, never inside home_of().
+  virtual void set_listener(home_listener listener) = 0;
+};
+
+/// The placement of a node without a cluster: every shard lives here, at epoch 0, for ever.
+class single_node_placement final : public placement {
+ public:
+  /// Always `placed_here{0}`.
+  [[nodiscard]] shard_home home_of(shard_id) override { return placed_here{}; }
+  /// Homes never change, so the listener is never called.
+  void set_listener(home_listener) override {}
+};
+
+}  // namespace troupe::sharding

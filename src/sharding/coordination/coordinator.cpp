@@ -1,0 +1,415 @@
+// The coordinator's state machine: how each event changes what it knows, and the one pass
+// (reconcile) that turns what it knows into writes and answers.
+#include <troupe/core/errc.hpp>
+#include <troupe/sharding/coordination/coordinator.hpp>
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+namespace troupe::sharding::coordination {
+
+namespace {
+
+std::string describe(const member_id& m) { return m.node + "#" + std::to_string(m.incarnation); }
+
+}  // namespace
+
+coordinator::coordinator(coordinator_settings settings,
+                         std::unique_ptr<allocation_strategy> strategy)
+    : settings_(std::move(settings)), strategy_(std::move(strategy)) {
+  if (!strategy_) {
+    throw error(errc::invalid_config, "a coordinator needs an allocation strategy, got none");
+  }
+}
+
+std::vector<coordinator_decision> coordinator::handle(const coordinator_event& event) {
+  out o;
+  std::visit([&](const auto& e) { on(e, o); }, event);
+  return o;
+}
+
+bool coordinator::deciding() const noexcept {
+  return key_create_revision_.has_value() && have_state_ && !reading_;
+}
+
+std::vector<shard_id> coordinator::shards_in_flight() const {
+  std::vector<shard_id> shards;
+  for (const auto& [shard, id] : busy_) {
+    shards.push_back(shard);
+  }
+  return shards;
+}
+
+void coordinator::reset() {
+  key_create_revision_.reset();
+  have_state_ = false;
+  reading_ = false;
+  read_again_ = false;
+  read_revision_ = 0;
+  early_changes_.clear();
+  members_.clear();
+  regions_.clear();
+  allocations_.clear();
+  writes_.clear();
+  busy_.clear();
+  waiters_.clear();
+  last_rebalance_.reset();
+  // next_write_id_ keeps counting, so an outcome of a write from an earlier term never matches.
+}
+
+void coordinator::on(const elected& e, out& o) {
+  // A new term starts from what the store says, not from what an earlier term believed.
+  reset();
+  key_create_revision_ = e.key_create_revision;
+  reading_ = true;
+  o.emplace_back(read_state{});
+}
+
+void coordinator::on(const deposed&, out&) { reset(); }
+
+void coordinator::on(const state_read& e, out& o) {
+  if (!key_create_revision_) {
+    return;
+  }
+  // Writes that committed after the read was taken are newer than it: keep them.
+  std::map<shard_id, allocation> newer;
+  for (const auto& [shard, a] : allocations_) {
+    if (a.mod_revision > e.revision) {
+      newer.emplace(shard, a);
+    }
+  }
+  members_.clear();
+  for (const auto& m : e.members) {
+    members_[m.id] = m;
+  }
+  regions_.clear();
+  for (const auto& r : e.regions) {
+    regions_[r.id] = r;
+  }
+  allocations_.clear();
+  for (const auto& a : e.allocations) {
+    allocations_[a.shard] = a;
+  }
+  for (const auto& [shard, a] : newer) {
+    allocations_[shard] = a;
+  }
+  read_revision_ = std::max(read_revision_, e.revision);
+  have_state_ = true;
+  reading_ = false;
+
+  auto early = std::move(early_changes_);
+  early_changes_.clear();
+  for (const auto& [revision, change] : early) {
+    if (revision > read_revision_) {
+      apply_change(change);
+    }
+  }
+  if (read_again_) {
+    // A write failed after this read was asked for: the read may not show why.
+    read_again_ = false;
+    reading_ = true;
+    o.emplace_back(read_state{});
+    return;
+  }
+  reconcile(o);
+}
+
+bool coordinator::change_applies(store_revision revision, const coordinator_event& event) {
+  if (!key_create_revision_) {
+    return false;
+  }
+  if (reading_) {
+    early_changes_.emplace_back(revision, event);
+    return false;
+  }
+  if (revision <= read_revision_) {
+    return false;
+  }
+  apply_change(event);
+  return true;
+}
+
+void coordinator::apply_change(const coordinator_event& event) {
+  if (const auto* m = std::get_if<member_put>(&event)) {
+    members_[m->member.id] = m->member;
+  } else if (const auto* md = std::get_if<member_deleted>(&event)) {
+    members_.erase(md->id);
+  } else if (const auto* r = std::get_if<region_put>(&event)) {
+    regions_[r->region.id] = r->region;
+  } else if (const auto* rd = std::get_if<region_deleted>(&event)) {
+    regions_.erase(rd->id);
+  } else if (const auto* a = std::get_if<allocation_put>(&event)) {
+    // Epochs only grow: a put older than what a commit told us is stale.
+    auto it = allocations_.find(a->value.shard);
+    if (it == allocations_.end() || it->second.mod_revision < a->value.mod_revision) {
+      allocations_[a->value.shard] = a->value;
+    }
+  } else if (const auto* ad = std::get_if<allocation_deleted>(&event)) {
+    auto it = allocations_.find(ad->shard);
+    if (it != allocations_.end() && it->second.mod_revision < ad->revision) {
+      allocations_.erase(it);
+    }
+  }
+}
+
+void coordinator::on(const member_put& e, out& o) {
+  if (change_applies(e.revision, e)) {
+    reconcile(o);
+  }
+}
+
+void coordinator::on(const member_deleted& e, out& o) {
+  if (change_applies(e.revision, e)) {
+    reconcile(o);
+  }
+}
+
+void coordinator::on(const region_put& e, out& o) {
+  if (change_applies(e.revision, e)) {
+    reconcile(o);
+  }
+}
+
+void coordinator::on(const region_deleted& e, out& o) {
+  if (change_applies(e.revision, e)) {
+    reconcile(o);
+  }
+}
+
+void coordinator::on(const allocation_put& e, out& o) {
+  if (change_applies(e.value.mod_revision, e)) {
+    reconcile(o);
+  }
+}
+
+void coordinator::on(const allocation_deleted& e, out& o) {
+  if (change_applies(e.revision, e)) {
+    reconcile(o);
+  }
+}
+
+void coordinator::on(const home_requested& e, out& o) {
+  if (!key_create_revision_) {
+    return;  // not the coordinator: the region asks again elsewhere
+  }
+  auto& waiting = waiters_[e.shard];
+  if (std::find(waiting.begin(), waiting.end(), e.requester) == waiting.end()) {
+    waiting.push_back(e.requester);
+  }
+  reconcile(o);
+}
+
+void coordinator::on(const write_committed& e, out& o) {
+  auto it = writes_.find(e.id);
+  if (!key_create_revision_ || it == writes_.end()) {
+    return;
+  }
+  const auto shards = std::move(it->second.shards);
+  writes_.erase(it);
+  for (const auto& w : shards) {
+    busy_.erase(w.shard);
+    auto& known = allocations_[w.shard];
+    if (known.mod_revision < e.revision) {
+      known = allocation{w.shard, w.owner, e.revision};
+    }
+  }
+  // Waiters for these shards are answered here, unless the new owner died meanwhile.
+  reconcile(o);
+}
+
+void coordinator::on(const write_failed& e, out& o) { write_outcome_not_known(e.id, o); }
+
+void coordinator::on(const write_unknown& e, out& o) { write_outcome_not_known(e.id, o); }
+
+void coordinator::write_outcome_not_known(write_id id, out& o) {
+  auto it = writes_.find(id);
+  if (!key_create_revision_ || it == writes_.end()) {
+    return;
+  }
+  for (const auto& w : it->second.shards) {
+    busy_.erase(w.shard);
+  }
+  writes_.erase(it);
+  // A compare failed (or may have): the view that chose this write is wrong somewhere. Read
+  // the truth before deciding again; repeating the same write would fail the same way.
+  if (reading_) {
+    read_again_ = true;
+  } else {
+    reading_ = true;
+    o.emplace_back(read_state{});
+  }
+}
+
+void coordinator::on(const tick& e, out& o) {
+  if (!deciding()) {
+    return;
+  }
+  reconcile(o);
+  if (last_rebalance_ && e.now - *last_rebalance_ < settings_.rebalance_interval) {
+    return;
+  }
+  last_rebalance_ = e.now;
+  const auto view = hosting_view();
+  const auto in_progress = shards_in_flight();
+  try {
+    auto shards = strategy_->rebalance(view, in_progress);
+    if (!shards.empty()) {
+      o.emplace_back(rebalance_advice{std::move(shards)});
+    }
+  } catch (const std::exception& ex) {
+    o.emplace_back(strategy_error{0, std::string("rebalance threw: ") + ex.what()});
+  }
+}
+
+bool coordinator::may_host(const region_info& region) const {
+  if (region.proxy) {
+    return false;
+  }
+  auto member = members_.find(region.id);
+  if (member == members_.end()) {
+    return false;  // a region outlives its member's key only until the watch catches up
+  }
+  if (settings_.role.empty()) {
+    return true;
+  }
+  const auto& roles = member->second.roles;
+  return std::find(roles.begin(), roles.end(), settings_.role) != roles.end();
+}
+
+std::vector<region_view> coordinator::hosting_view() const {
+  std::vector<region_view> view;
+  for (const auto& [id, region] : regions_) {
+    if (!may_host(region)) {
+      continue;
+    }
+    const auto& member = members_.at(id);
+    view.push_back(region_view{id, member.leaving, member.app_version, {}});
+  }
+  auto find = [&](const member_id& owner) -> region_view* {
+    auto it = std::find_if(view.begin(), view.end(),
+                           [&](const region_view& r) { return r.region == owner; });
+    return it == view.end() ? nullptr : &*it;
+  };
+  // A shard counts for its owner, or for the target of the write in flight for it.
+  std::map<shard_id, member_id> owners;
+  for (const auto& [shard, a] : allocations_) {
+    owners[shard] = a.owner;
+  }
+  for (const auto& [id, write] : writes_) {
+    for (const auto& w : write.shards) {
+      owners[w.shard] = w.owner;
+    }
+  }
+  for (const auto& [shard, owner] : owners) {
+    if (auto* r = find(owner)) {
+      r->shards.push_back(shard);  // ascending: owners is ordered by shard
+    }
+  }
+  return view;
+}
+
+std::optional<member_id> coordinator::choose(shard_id shard, std::vector<region_view>& view,
+                                             out& o) {
+  if (view.empty()) {
+    return std::nullopt;
+  }
+  std::optional<member_id> pick;
+  try {
+    pick = strategy_->allocate(shard, view);
+  } catch (const std::exception& ex) {
+    o.emplace_back(strategy_error{shard, std::string("allocate threw: ") + ex.what()});
+    return std::nullopt;
+  }
+  if (!pick) {
+    return std::nullopt;
+  }
+  auto it = std::find_if(view.begin(), view.end(),
+                         [&](const region_view& r) { return r.region == *pick; });
+  if (it == view.end()) {
+    o.emplace_back(strategy_error{
+        shard, "the allocation strategy chose " + describe(*pick) +
+                   ", which is not one of the regions offered (a proxy, a member without the "
+                   "type's role, or no live region)"});
+    return std::nullopt;
+  }
+  // Later picks in the same pass see this one.
+  it->shards.insert(std::upper_bound(it->shards.begin(), it->shards.end(), shard), shard);
+  return pick;
+}
+
+void coordinator::emit_write(std::vector<allocation_write> shards,
+                             std::optional<member_id> dead_owner, out& o) {
+  const auto id = next_write_id_++;
+  for (const auto& w : shards) {
+    busy_[w.shard] = id;
+  }
+  o.emplace_back(write_allocations{id, *key_create_revision_, shards, std::move(dead_owner)});
+  writes_.emplace(id, pending_write{std::move(shards)});
+}
+
+void coordinator::reconcile(out& o) {
+  if (!deciding()) {
+    return;
+  }
+  // 1. Answer whoever waits for a shard whose owner lives and is not being replaced.
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    const auto a = allocations_.find(it->first);
+    if (a != allocations_.end() && !busy_.contains(it->first) &&
+        members_.contains(a->second.owner)) {
+      for (const auto& requester : it->second) {
+        o.emplace_back(answer_home{requester, it->first, a->second.owner, a->second.mod_revision});
+      }
+      it = waiters_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+
+  auto view = hosting_view();
+  if (view.empty()) {
+    return;  // nowhere to put anything: retried when a region that may host appears
+  }
+
+  // 2. Shards of members whose key is gone (and only those: a member whose key exists may still
+  // run its entities). One write per dead member and batch, comparing the old epochs.
+  std::map<member_id, std::vector<const allocation*>> orphans;
+  for (const auto& [shard, a] : allocations_) {
+    if (!members_.contains(a.owner) && !busy_.contains(shard)) {
+      orphans[a.owner].push_back(&a);
+    }
+  }
+  for (const auto& [owner, shards] : orphans) {
+    std::vector<allocation_write> batch;
+    for (const auto* a : shards) {
+      if (auto to = choose(a->shard, view, o)) {
+        batch.push_back(allocation_write{a->shard, *to, a->mod_revision});
+      }
+      if (batch.size() == max_shards_per_write) {
+        emit_write(std::exchange(batch, {}), owner, o);
+      }
+    }
+    if (!batch.empty()) {
+      emit_write(std::move(batch), owner, o);
+    }
+  }
+
+  // 3. Shards someone asked for that have no allocation: create if absent.
+  std::vector<allocation_write> batch;
+  for (const auto& [shard, requesters] : waiters_) {
+    if (allocations_.contains(shard) || busy_.contains(shard)) {
+      continue;
+    }
+    if (auto to = choose(shard, view, o)) {
+      batch.push_back(allocation_write{shard, *to, 0});
+    }
+    if (batch.size() == max_shards_per_write) {
+      emit_write(std::exchange(batch, {}), std::nullopt, o);
+    }
+  }
+  if (!batch.empty()) {
+    emit_write(std::move(batch), std::nullopt, o);
+  }
+}
+
+}  // namespace troupe::sharding::coordination
