@@ -1,0 +1,383 @@
+// The coordinator's state machine, driven by hand: each safety rule of docs/cluster-coordinator.md
+// has a test here.
+#include <troupe/core/errc.hpp>
+#include <troupe/sharding/coordination/coordinator.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace troupe::sharding::coordination {
+namespace {
+
+using namespace std::chrono_literals;
+using decisions = std::vector<coordinator_decision>;
+
+constexpr store_revision coord_key = 7;
+
+member_id id(std::string node, std::int64_t incarnation = 1) {
+  return member_id{std::move(node), incarnation};
+}
+
+member_info member(std::string node, std::int64_t incarnation = 1,
+                   std::vector<std::string> roles = {}) {
+  return member_info{id(std::move(node), incarnation), std::move(roles), false, "1"};
+}
+
+region_info region(std::string node, std::int64_t incarnation = 1, bool proxy = false) {
+  return region_info{id(std::move(node), incarnation), proxy};
+}
+
+template <class T>
+std::vector<T> only(const decisions& ds) {
+  std::vector<T> out;
+  for (const auto& d : ds) {
+    if (const auto* t = std::get_if<T>(&d)) {
+      out.push_back(*t);
+    }
+  }
+  return out;
+}
+
+// A strategy that always answers the same member: to show the coordinator checks answers.
+class fixed_strategy final : public allocation_strategy {
+ public:
+  explicit fixed_strategy(member_id to) : to_(std::move(to)) {}
+  std::optional<member_id> allocate(shard_id, std::span<const region_view>) override { return to_; }
+  std::vector<shard_id> rebalance(std::span<const region_view>,
+                                  std::span<const shard_id>) override {
+    return {};
+  }
+
+ private:
+  member_id to_;
+};
+
+struct harness {
+  explicit harness(coordinator_settings settings = {},
+                   std::unique_ptr<allocation_strategy> strategy = make_least_shards_strategy())
+      : c(std::move(settings), std::move(strategy)) {}
+
+  // Elected, then the state read at revision 100.
+  decisions start(std::vector<member_info> members, std::vector<region_info> regions,
+                  std::vector<allocation> allocations = {}) {
+    const auto first = c.handle(elected{coord_key});
+    EXPECT_EQ(first, decisions{read_state{}});
+    return c.handle(
+        state_read{100, std::move(members), std::move(regions), std::move(allocations)});
+  }
+
+  decisions ask(shard_id shard, member_id requester = id("b")) {
+    return c.handle(home_requested{std::move(requester), shard});
+  }
+
+  coordinator c;
+};
+
+TEST(Coordinator, NeedsAStrategy) {
+  EXPECT_THROW({ coordinator c({}, nullptr); }, error);
+}
+
+TEST(Coordinator, DecidesNothingBeforeItIsElectedOrHasReadTheState) {
+  harness h;
+  EXPECT_TRUE(h.ask(1).empty());
+  EXPECT_TRUE(h.c.handle(member_deleted{50, id("a")}).empty());
+  EXPECT_TRUE(h.c.handle(tick{time_point{} + 1h}).empty());
+  EXPECT_EQ(h.c.handle(elected{coord_key}), decisions{read_state{}});
+  EXPECT_TRUE(h.ask(1).empty()) << "no decision before the state is read";
+  EXPECT_FALSE(h.c.deciding());
+  const auto ds = h.c.handle(state_read{100, {member("a")}, {region("a")}, {}});
+  EXPECT_TRUE(h.c.deciding());
+  ASSERT_EQ(only<write_allocations>(ds).size(), 1U) << "the ask made while reading is served";
+}
+
+TEST(Coordinator, AllocatesAnUnknownShardCreateIfAbsentWithItsElectionKey) {
+  harness h;
+  h.start({member("a"), member("b")}, {region("a"), region("b")});
+  const auto ds = h.ask(9);
+  const auto writes = only<write_allocations>(ds);
+  ASSERT_EQ(writes.size(), 1U);
+  EXPECT_EQ(writes[0].coordinator_key_create_revision, coord_key);
+  EXPECT_EQ(writes[0].dead_owner, std::nullopt);
+  ASSERT_EQ(writes[0].shards.size(), 1U);
+  EXPECT_EQ(writes[0].shards[0], (allocation_write{9, id("a"), 0}));
+  EXPECT_TRUE(only<answer_home>(ds).empty()) << "no answer before the write commits";
+}
+
+TEST(Coordinator, AnswersAKnownHomeAtOnceWithItsEpoch) {
+  harness h;
+  h.start({member("a"), member("b")}, {region("a"), region("b")}, {allocation{4, id("a"), 60}});
+  EXPECT_EQ(h.ask(4, id("b")), decisions{(answer_home{id("b"), 4, id("a"), 60})});
+}
+
+TEST(Coordinator, KeepsOneWritePerShardAndAnswersEveryAskWhenItCommits) {
+  harness h;
+  h.start({member("a"), member("b")}, {region("a"), region("b")});
+  const auto first = h.ask(3, id("a"));
+  const auto writes = only<write_allocations>(first);
+  ASSERT_EQ(writes.size(), 1U);
+  // Another ask, and events that run the reconcile pass, decide no second write for shard 3.
+  EXPECT_TRUE(h.ask(3, id("b")).empty());
+  EXPECT_TRUE(h.ask(3, id("b")).empty());
+  EXPECT_TRUE(h.c.handle(region_put{101, region("c")}).empty());
+  EXPECT_TRUE(h.c.handle(tick{time_point{} + 1h}).empty());
+  EXPECT_EQ(h.c.shards_in_flight(), std::vector<shard_id>{3});
+
+  const auto committed = h.c.handle(write_committed{writes[0].id, 120});
+  EXPECT_EQ(committed, (decisions{answer_home{id("a"), 3, id("a"), 120},
+                                  answer_home{id("b"), 3, id("a"), 120}}));
+  EXPECT_TRUE(h.c.shards_in_flight().empty());
+  EXPECT_EQ(h.c.allocations().at(3), (allocation{3, id("a"), 120}));
+  // The watch's copy of the same put changes nothing.
+  EXPECT_TRUE(h.c.handle(allocation_put{allocation{3, id("a"), 120}}).empty());
+  EXPECT_EQ(h.ask(3, id("b")), decisions{(answer_home{id("b"), 3, id("a"), 120})});
+}
+
+TEST(Coordinator, NeverReallocatesAShardWhoseOwnersMemberKeyExists) {
+  harness h;
+  h.start({member("a"), member("b")}, {region("a"), region("b")}, {allocation{5, id("a"), 60}});
+  // a's region disappears and a long time passes: a may still be running its entities, so the
+  // shard stays with a (the region bounces; only a's member key going proves it stopped).
+  EXPECT_TRUE(h.c.handle(region_deleted{101, id("a")}).empty());
+  for (int i = 1; i < 10; ++i) {
+    EXPECT_TRUE(h.c.handle(tick{time_point{} + i * 1h}).empty());
+  }
+  EXPECT_EQ(h.ask(5), decisions{(answer_home{id("b"), 5, id("a"), 60})});
+  // Its member key goes: now the shard moves, guarded by the old epoch and the key's absence.
+  const auto ds = h.c.handle(member_deleted{102, id("a")});
+  const auto writes = only<write_allocations>(ds);
+  ASSERT_EQ(writes.size(), 1U);
+  EXPECT_EQ(writes[0].shards, std::vector{(allocation_write{5, id("b"), 60})});
+  EXPECT_EQ(writes[0].dead_owner, id("a"));
+  EXPECT_EQ(writes[0].coordinator_key_create_revision, coord_key);
+}
+
+TEST(Coordinator, ReallocatesADeadMembersShardsInBatchesOfAtMost126) {
+  harness h;
+  std::vector<allocation> allocations;
+  for (shard_id s = 0; s < 300; ++s) {
+    allocations.push_back(allocation{s, id("a"), 50 + static_cast<store_revision>(s)});
+  }
+  h.start({member("a"), member("b"), member("c")}, {region("a"), region("b"), region("c")},
+          allocations);
+  const auto writes = only<write_allocations>(h.c.handle(member_deleted{101, id("a")}));
+  ASSERT_EQ(writes.size(), 3U);
+  EXPECT_EQ(writes[0].shards.size(), 126U);
+  EXPECT_EQ(writes[1].shards.size(), 126U);
+  EXPECT_EQ(writes[2].shards.size(), 48U);
+  std::size_t to_b = 0;
+  for (const auto& w : writes) {
+    EXPECT_EQ(w.dead_owner, id("a"));
+    EXPECT_EQ(w.coordinator_key_create_revision, coord_key);
+    for (const auto& s : w.shards) {
+      EXPECT_EQ(s.expected_mod_revision, 50 + static_cast<store_revision>(s.shard));
+      EXPECT_NE(s.owner, id("a"));
+      to_b += s.owner == id("b") ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(to_b, 150U) << "least shards spreads the dead member's shards evenly";
+}
+
+TEST(Coordinator, ADeposedCoordinatorDecidesNothing) {
+  harness h;
+  h.start({member("a"), member("b")}, {region("a"), region("b")}, {allocation{1, id("a"), 60}});
+  const auto writes = only<write_allocations>(h.ask(2));
+  ASSERT_EQ(writes.size(), 1U);
+  EXPECT_TRUE(h.c.handle(deposed{}).empty());
+  EXPECT_FALSE(h.c.deciding());
+  EXPECT_TRUE(h.c.handle(write_committed{writes[0].id, 120}).empty());
+  EXPECT_TRUE(h.ask(1).empty());
+  EXPECT_TRUE(h.ask(2).empty());
+  EXPECT_TRUE(h.c.handle(member_deleted{130, id("a")}).empty());
+  EXPECT_TRUE(h.c.handle(state_read{140, {member("b")}, {region("b")}, {}}).empty());
+  EXPECT_TRUE(h.c.handle(tick{time_point{} + 1h}).empty());
+  EXPECT_TRUE(h.c.allocations().empty()) << "it forgets what it knew";
+  // Elected again (a new key), it starts from a fresh read.
+  EXPECT_EQ(h.c.handle(elected{coord_key + 100}), decisions{read_state{}});
+  EXPECT_TRUE(h.c.handle(write_committed{writes[0].id, 120}).empty()) << "an old term's write";
+  const auto again =
+      h.c.handle(state_read{150, {member("b")}, {region("b")}, {allocation{1, id("a"), 60}}});
+  const auto moves = only<write_allocations>(again);
+  ASSERT_EQ(moves.size(), 1U);
+  EXPECT_EQ(moves[0].coordinator_key_create_revision, coord_key + 100);
+}
+
+TEST(Coordinator, RereadsAfterAFailedCompareInsteadOfRetrying) {
+  harness h;
+  h.start({member("a"), member("b")}, {region("a"), region("b")});
+  const auto writes = only<write_allocations>(h.ask(6));
+  ASSERT_EQ(writes.size(), 1U);
+  EXPECT_EQ(h.c.handle(write_failed{writes[0].id}), decisions{read_state{}});
+  EXPECT_FALSE(h.c.deciding());
+  // Until the read arrives nothing is written, however often the shard is asked for.
+  EXPECT_TRUE(h.ask(6).empty());
+  EXPECT_TRUE(h.c.handle(tick{time_point{} + 1h}).empty());
+  // The read shows why: the shard already had a home.
+  const auto ds = h.c.handle(state_read{
+      130, {member("a"), member("b")}, {region("a"), region("b")}, {allocation{6, id("b"), 125}}});
+  EXPECT_EQ(ds, decisions{(answer_home{id("b"), 6, id("b"), 125})});
+}
+
+TEST(Coordinator, RereadsAfterAnUnknownOutcomeAndWritesAgainOnlyIfTheReadSaysSo) {
+  harness h;
+  h.start({member("a"), member("b")}, {region("a"), region("b")});
+  const auto writes = only<write_allocations>(h.ask(6));
+  ASSERT_EQ(writes.size(), 1U);
+  EXPECT_EQ(h.c.handle(write_unknown{writes[0].id}), decisions{read_state{}});
+  // A late outcome of the write it gave up on changes nothing: the read will show it.
+  EXPECT_TRUE(h.c.handle(write_committed{writes[0].id, 999}).empty());
+  const auto second = only<write_allocations>(h.ask(7));
+  EXPECT_TRUE(second.empty());
+  // The read shows no allocation: the write did not apply, so a new one (a new id) is decided.
+  const auto ds =
+      h.c.handle(state_read{130, {member("a"), member("b")}, {region("a"), region("b")}, {}});
+  const auto again = only<write_allocations>(ds);
+  ASSERT_EQ(again.size(), 1U);
+  EXPECT_NE(again[0].id, writes[0].id);
+  EXPECT_EQ(again[0].shards.size(), 2U) << "shards 6 and 7 together, create if absent";
+}
+
+TEST(Coordinator, AFailureWhileReadingReadsOnceMore) {
+  harness h;
+  h.start({member("a"), member("b")}, {region("a"), region("b")});
+  const auto w1 = only<write_allocations>(h.ask(1));
+  const auto w2 = only<write_allocations>(h.c.handle(home_requested{id("b"), 2}));
+  ASSERT_EQ(w1.size(), 1U);
+  ASSERT_EQ(w2.size(), 1U);
+  EXPECT_EQ(h.c.handle(write_failed{w1[0].id}), decisions{read_state{}});
+  EXPECT_TRUE(h.c.handle(write_failed{w2[0].id}).empty()) << "one read at a time";
+  EXPECT_EQ(h.c.handle(state_read{130, {member("a"), member("b")}, {region("a"), region("b")}, {}}),
+            decisions{read_state{}});
+  EXPECT_EQ(
+      only<write_allocations>(
+          h.c.handle(state_read{131, {member("a"), member("b")}, {region("a"), region("b")}, {}}))
+          .size(),
+      1U);
+}
+
+TEST(Coordinator, ProxiesAndRegionsWithoutTheRoleNeverReceiveAShard) {
+  coordinator_settings settings;
+  settings.role = "worker";
+  harness h(settings);
+  // a: a proxy with the role; b: no role; c's member is unknown.
+  h.start({member("a", 1, {"worker"}), member("b", 1, {"web"})},
+          {region("a", 1, true), region("b"), region("c")});
+  EXPECT_TRUE(h.ask(1).empty()) << "nowhere to host: the ask waits";
+  EXPECT_TRUE(h.c.handle(region_put{101, region("c")}).empty()) << "c's member key is not known";
+  const auto ds = h.c.handle(member_put{102, member("c", 1, {"worker", "web"})});
+  const auto writes = only<write_allocations>(ds);
+  ASSERT_EQ(writes.size(), 1U);
+  EXPECT_EQ(writes[0].shards, std::vector{(allocation_write{1, id("c"), 0})});
+  for (shard_id s = 2; s < 20; ++s) {
+    for (const auto& w : only<write_allocations>(h.ask(s))) {
+      EXPECT_EQ(w.shards.at(0).owner, id("c"));
+    }
+  }
+}
+
+TEST(Coordinator, RefusesAUserStrategyThatPicksARegionThatMayNotHost) {
+  harness h({}, std::make_unique<fixed_strategy>(id("a")));
+  h.start({member("a"), member("b")}, {region("a", 1, true), region("b")});
+  const auto ds = h.ask(3);
+  EXPECT_TRUE(only<write_allocations>(ds).empty());
+  const auto errors = only<strategy_error>(ds);
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_EQ(errors[0].shard, 3U);
+  EXPECT_NE(errors[0].message.find("a#1"), std::string::npos) << errors[0].message;
+}
+
+TEST(Coordinator, RunsAUserStrategy) {
+  harness h({}, std::make_unique<fixed_strategy>(id("b")));
+  h.start({member("a"), member("b")}, {region("a"), region("b")});
+  const auto writes = only<write_allocations>(h.ask(3));
+  ASSERT_EQ(writes.size(), 1U);
+  EXPECT_EQ(writes[0].shards.at(0).owner, id("b"));
+}
+
+TEST(Coordinator, ANewIncarnationNeverInheritsTheOldOnesShards) {
+  // The strategy prefers a's new incarnation, to show it gets the shard only by a new write.
+  harness h({}, std::make_unique<fixed_strategy>(id("a", 2)));
+  h.start({member("a", 1), member("a", 2), member("b")},
+          {region("a", 1), region("a", 2), region("b")}, {allocation{5, id("a", 1), 60}});
+  // While a#1's key exists, a#1 owns the shard, whoever asks (a#2 included).
+  EXPECT_EQ(h.ask(5, id("a", 2)), decisions{(answer_home{id("a", 2), 5, id("a", 1), 60})});
+  // a#1's key goes: the shard moves by a new allocation with a new epoch, never by a#2 taking
+  // over a#1's allocation.
+  const auto writes = only<write_allocations>(h.c.handle(member_deleted{101, id("a", 1)}));
+  ASSERT_EQ(writes.size(), 1U);
+  EXPECT_EQ(writes[0].shards, std::vector{(allocation_write{5, id("a", 2), 60})});
+  EXPECT_EQ(writes[0].dead_owner, id("a", 1));
+  EXPECT_TRUE(h.ask(5, id("b")).empty()) << "no answer while the move is in flight";
+  EXPECT_EQ(h.c.handle(write_committed{writes[0].id, 130}),
+            decisions{(answer_home{id("b"), 5, id("a", 2), 130})});
+}
+
+TEST(Coordinator, AnAllocationToAMemberThatDiedMeanwhileIsMovedNotAnswered) {
+  harness h;
+  h.start({member("a"), member("b")}, {region("a"), region("b")});
+  const auto writes = only<write_allocations>(h.ask(2, id("b")));
+  ASSERT_EQ(writes.size(), 1U);
+  ASSERT_EQ(writes[0].shards.at(0).owner, id("a"));
+  EXPECT_TRUE(h.c.handle(member_deleted{110, id("a")}).empty()) << "the write is in flight";
+  const auto ds = h.c.handle(write_committed{writes[0].id, 120});
+  EXPECT_TRUE(only<answer_home>(ds).empty());
+  const auto moves = only<write_allocations>(ds);
+  ASSERT_EQ(moves.size(), 1U);
+  EXPECT_EQ(moves[0].shards, std::vector{(allocation_write{2, id("b"), 120})});
+  EXPECT_EQ(moves[0].dead_owner, id("a"));
+}
+
+TEST(Coordinator, IgnoresChangesTheReadAlreadyCovers) {
+  harness h;
+  h.start({member("a"), member("b")}, {region("a"), region("b")}, {allocation{1, id("a"), 60}});
+  // A deletion of revision 90 is older than the read at 100, which saw a: it is stale.
+  EXPECT_TRUE(h.c.handle(member_deleted{90, id("a")}).empty());
+  EXPECT_TRUE(h.c.handle(allocation_put{allocation{1, id("b"), 55}}).empty());
+  EXPECT_EQ(h.ask(1), decisions{(answer_home{id("b"), 1, id("a"), 60})});
+}
+
+TEST(Coordinator, AppliesChangesThatArriveBeforeTheReadAfterIt) {
+  harness h;
+  EXPECT_EQ(h.c.handle(elected{coord_key}), decisions{read_state{}});
+  EXPECT_TRUE(h.c.handle(member_deleted{95, id("a")}).empty());   // covered by the read
+  EXPECT_TRUE(h.c.handle(member_deleted{105, id("a")}).empty());  // newer than the read
+  const auto ds = h.c.handle(state_read{
+      100, {member("a"), member("b")}, {region("a"), region("b")}, {allocation{1, id("a"), 60}}});
+  const auto writes = only<write_allocations>(ds);
+  ASSERT_EQ(writes.size(), 1U);
+  EXPECT_EQ(writes[0].dead_owner, id("a"));
+}
+
+TEST(Coordinator, KeepsADeadMembersShardsUntilARegionMayHostThem) {
+  harness h;
+  h.start({member("a"), member("b", 1)}, {region("a"), region("b", 1, true)},
+          {allocation{1, id("a"), 60}});
+  EXPECT_TRUE(h.c.handle(member_deleted{101, id("a")}).empty());
+  EXPECT_TRUE(h.ask(1).empty());
+  const auto ds = h.c.handle(region_put{102, region("b")});
+  const auto writes = only<write_allocations>(ds);
+  ASSERT_EQ(writes.size(), 1U);
+  EXPECT_EQ(writes[0].shards, std::vector{(allocation_write{1, id("b"), 60})});
+}
+
+TEST(Coordinator, AdvisesARebalanceOncePerInterval) {
+  coordinator_settings settings;
+  settings.rebalance_interval = 10s;
+  harness h(settings, make_least_shards_strategy({1.0, 100}));
+  std::vector<allocation> allocations;
+  for (shard_id s = 0; s < 8; ++s) {
+    allocations.push_back(allocation{s, id("a"), 60});
+  }
+  h.start({member("a"), member("b")}, {region("a"), region("b")}, allocations);
+  const auto t0 = time_point{} + 1h;
+  EXPECT_EQ(h.c.handle(tick{t0}), decisions{(rebalance_advice{{0, 1, 2, 3}})});
+  EXPECT_TRUE(h.c.handle(tick{t0 + 5s}).empty());
+  EXPECT_EQ(h.c.handle(tick{t0 + 10s}), decisions{(rebalance_advice{{0, 1, 2, 3}})});
+}
+
+}  // namespace
+}  // namespace troupe::sharding::coordination
