@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -362,6 +363,59 @@ TEST(Coordinator, KeepsADeadMembersShardsUntilARegionMayHostThem) {
   const auto writes = only<write_allocations>(ds);
   ASSERT_EQ(writes.size(), 1U);
   EXPECT_EQ(writes[0].shards, std::vector{(allocation_write{1, id("b"), 60})});
+}
+
+TEST(Coordinator, KeepsACommitNewerThanTheReadThatFollowsIt) {
+  harness h;
+  h.start({member("a"), member("b")}, {region("a"), region("b")});
+  const auto w1 = only<write_allocations>(h.ask(1));
+  const auto w2 = only<write_allocations>(h.ask(2));
+  ASSERT_EQ(w1.size(), 1U);
+  ASSERT_EQ(w2.size(), 1U);
+  EXPECT_EQ(h.c.handle(write_failed{w1[0].id}), decisions{read_state{}});
+  // Shard 2's write commits at 140 while the read (taken at 130) is on its way.
+  EXPECT_TRUE(h.c.handle(write_committed{w2[0].id, 140}).empty());
+  const auto ds =
+      h.c.handle(state_read{130, {member("a"), member("b")}, {region("a"), region("b")}, {}});
+  EXPECT_EQ(only<answer_home>(ds),
+            std::vector{(answer_home{id("b"), 2, w2[0].shards[0].owner, 140})});
+  const auto writes = only<write_allocations>(ds);
+  ASSERT_EQ(writes.size(), 1U);
+  EXPECT_EQ(writes[0].shards.size(), 1U) << "only shard 1 is written again";
+  EXPECT_EQ(writes[0].shards[0].shard, 1U);
+}
+
+class throwing_strategy final : public allocation_strategy {
+ public:
+  std::optional<member_id> allocate(shard_id, std::span<const region_view>) override {
+    throw std::runtime_error("no idea");
+  }
+  std::vector<shard_id> rebalance(std::span<const region_view>,
+                                  std::span<const shard_id>) override {
+    throw std::runtime_error("no plan");
+  }
+};
+
+TEST(Coordinator, ReportsAStrategyThatThrows) {
+  harness h({}, std::make_unique<throwing_strategy>());
+  h.start({member("a")}, {region("a")});
+  const auto ds = h.ask(4);
+  EXPECT_TRUE(only<write_allocations>(ds).empty());
+  ASSERT_EQ(only<strategy_error>(ds).size(), 1U);
+  EXPECT_NE(only<strategy_error>(ds)[0].message.find("no idea"), std::string::npos);
+  const auto ticked = only<strategy_error>(h.c.handle(tick{time_point{} + 1h}));
+  ASSERT_EQ(ticked.size(), 2U);
+  EXPECT_NE(ticked[1].message.find("no plan"), std::string::npos);
+}
+
+TEST(Coordinator, RunsTheSpecsDefaultStrategy) {
+  harness h({}, make_hash_mod_regions_strategy());
+  h.start({member("a"), member("b"), member("c")}, {region("c"), region("b"), region("a")});
+  for (shard_id s = 0; s < 6; ++s) {
+    const auto writes = only<write_allocations>(h.ask(s));
+    ASSERT_EQ(writes.size(), 1U);
+    EXPECT_EQ(writes[0].shards.at(0).owner.node, std::string(1, static_cast<char>('a' + s % 3)));
+  }
 }
 
 TEST(Coordinator, AdvisesARebalanceOncePerInterval) {
