@@ -51,7 +51,8 @@ class allocation_strategy {
 };
 
 /// How many shards one rebalance round may move: max(1, min(int(relative × total shards),
-/// absolute)). Akka's `rebalance-relative-limit` and `rebalance-absolute-limit`.
+/// absolute)). Akka's `rebalance-relative-limit` and `rebalance-absolute-limit`; Akka leaves the
+/// absolute limit 0 (its older algorithm), Troupe defaults it to 20, the value Akka's docs suggest.
 struct rebalance_limits {
   double relative = 0.1;
   std::size_t absolute = 20;
