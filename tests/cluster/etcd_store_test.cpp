@@ -81,19 +81,23 @@ class etcd_store_test : public ::testing::Test {
     return make_etcd_store(io_.executor(), std::move(options));
   }
 
-  // Runs `start(handler)` and waits for its one answer, checking that it came on the store's
-  // executor and not inside the call.
+  // Runs `start(handler)` on the executor's thread and waits for its one answer, checking that
+  // it came on the store's executor and not inside the call (which would run it on this thread
+  // before the call returned).
   template <class T, class Start>
   answer<T> wait(Start start, duration timeout = 10s) {
     auto promise = std::make_shared<std::promise<answer<T>>>();
     auto future = promise->get_future();
-    auto inside = std::make_shared<std::atomic<bool>>(true);
-    start([promise, inside, this](std::error_code ec, T value) {
-      EXPECT_FALSE(inside->load()) << "a handler ran inside the call that started it";
-      EXPECT_EQ(std::this_thread::get_id(), io_thread_id_) << "a handler ran off the executor";
-      promise->set_value({ec, std::move(value)});
+    auto inside = std::make_shared<bool>(false);
+    io_.call([&] {
+      *inside = true;
+      start([promise, inside, this](std::error_code ec, T value) {
+        EXPECT_FALSE(*inside) << "a handler ran inside the call that started it";
+        EXPECT_EQ(std::this_thread::get_id(), io_thread_id_) << "a handler ran off the executor";
+        promise->set_value({ec, std::move(value)});
+      });
+      *inside = false;
     });
-    inside->store(false);
     if (future.wait_for(testkit::dilated(timeout)) != std::future_status::ready) {
       ADD_FAILURE() << "no answer within " << std::chrono::duration<double>(timeout).count()
                     << " s";
@@ -469,9 +473,19 @@ TEST_F(etcd_store_test, many_requests_from_several_threads_all_get_their_answers
   std::vector<std::thread> workers;
   std::atomic<int> failures{0};
   for (int t = 0; t < threads; ++t) {
+    // Straight from each worker thread, not through the executor.
     workers.emplace_back([&, t] {
       for (int i = 0; i < each; ++i) {
-        if (put(std::to_string(t) + "/" + std::to_string(i), "v").ec) ++failures;
+        auto done = std::make_shared<std::promise<std::error_code>>();
+        auto f = done->get_future();
+        txn_request r;
+        r.success.push_back(put_op{prefix_ + std::to_string(t) + "/" + std::to_string(i), "v", 0});
+        store_->txn(std::move(r),
+                    [&failures, done, io = io_thread_id_](std::error_code ec, txn_result) {
+                      if (std::this_thread::get_id() != io) ++failures;
+                      done->set_value(ec);
+                    });
+        if (f.wait_for(testkit::dilated(10s)) != std::future_status::ready || f.get()) ++failures;
       }
     });
   }
