@@ -2,19 +2,20 @@
 
 #include <troupe/cluster/errc.hpp>
 
+// Beast only parses the reply; the I/O is a plain socket and a timer, so that none of Beast's
+// composed operations (a large share of a TU's compile time under ASan) is instantiated.
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
 #include <boost/json/stream_parser.hpp>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <optional>
 
@@ -26,6 +27,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace json = boost::json;
 using tcp = asio::ip::tcp;
+using steady = std::chrono::steady_clock;
 
 class http_exchange final : public exchange, public std::enable_shared_from_this<http_exchange> {
  public:
@@ -33,18 +35,16 @@ class http_exchange final : public exchange, public std::enable_shared_from_this
                 std::string target, std::string body, bool streaming, object_handler on_object,
                 done_handler on_done)
       : strand_(asio::make_strand(executor)),
-        stream_(strand_),
+        socket_(strand_),
+        timer_(strand_),
         endpoints_(std::move(endpoints)),
+        target_(std::move(target)),
+        body_(std::move(body)),
         streaming_(streaming),
         on_object_(std::move(on_object)),
         on_done_(std::move(on_done)) {
-    request_.method(http::verb::post);
-    request_.target(target);
-    request_.version(11);
-    request_.set(http::field::content_type, "application/json");
-    request_.body() = std::move(body);
     first_ = endpoints_->preferred.load(std::memory_order_relaxed) % endpoints_->endpoints.size();
-    deadline_ = std::chrono::steady_clock::now() + endpoints_->request_timeout;
+    deadline_ = steady::now() + endpoints_->request_timeout;
   }
 
   void start() {
@@ -63,7 +63,23 @@ class http_exchange final : public exchange, public std::enable_shared_from_this
  private:
   [[nodiscard]] bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
 
-  [[nodiscard]] duration remaining() const { return deadline_ - std::chrono::steady_clock::now(); }
+  [[nodiscard]] duration remaining() const { return deadline_ - steady::now(); }
+
+  // Closes the socket at `when` (failing the pending operation) unless re-armed or disarmed first.
+  void arm(steady::time_point when) {
+    const auto generation = ++generation_;
+    timer_.expires_at(when);
+    timer_.async_wait([self = shared_from_this(), generation](boost::system::error_code ec) {
+      if (ec || generation != self->generation_ || self->finished_) return;
+      boost::system::error_code ignored;
+      self->socket_.close(ignored);
+    });
+  }
+
+  void disarm() {
+    ++generation_;
+    timer_.cancel();
+  }
 
   void connect_next() {
     if (finished_) return;
@@ -76,8 +92,8 @@ class http_exchange final : public exchange, public std::enable_shared_from_this
     boost::system::error_code ec;
     const auto address = asio::ip::make_address(e.address, ec);
     if (ec) return connect_next();
-    stream_.expires_after(std::min(endpoints_->connect_timeout, remaining()));
-    stream_.async_connect(tcp::endpoint(address, e.port),
+    arm(steady::now() + std::min(endpoints_->connect_timeout, remaining()));
+    socket_.async_connect(tcp::endpoint(address, e.port),
                           [self = shared_from_this(), index](boost::system::error_code error) {
                             self->on_connect(error, index);
                           });
@@ -89,16 +105,19 @@ class http_exchange final : public exchange, public std::enable_shared_from_this
     if (ec) {
       // Refused, unreachable or too slow: the next endpoint, on a fresh socket.
       boost::system::error_code ignored;
-      stream_.socket().close(ignored);
+      socket_.close(ignored);
       move_past(index);
       return connect_next();
     }
     index_ = index;
     endpoints_->preferred.store(index, std::memory_order_relaxed);
-    request_.set(http::field::host, endpoints_->endpoints[index].address);
-    request_.prepare_payload();
-    stream_.expires_after(remaining());
-    http::async_write(stream_, request_,
+    const auto& e = endpoints_->endpoints[index];
+    request_ =
+        "POST " + target_ + " HTTP/1.1\r\nHost: " + e.address + ":" + std::to_string(e.port) +
+        "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body_.size()) +
+        "\r\n\r\n" + body_;
+    arm(deadline_);
+    asio::async_write(socket_, asio::buffer(request_),
                       [self = shared_from_this()](boost::system::error_code error, std::size_t) {
                         self->on_write(error);
                       });
@@ -120,21 +139,17 @@ class http_exchange final : public exchange, public std::enable_shared_from_this
   }
 
   void read() {
-    if (streaming_ && got_object_) {
-      stream_.expires_never();
-    } else {
-      stream_.expires_after(remaining());
-    }
-    http::async_read_some(stream_, buffer_, *parser_,
-                          [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-                            self->on_read(ec);
-                          });
+    socket_.async_read_some(asio::buffer(chunk_),
+                            [self = shared_from_this()](boost::system::error_code ec,
+                                                        std::size_t n) { self->on_read(ec, n); });
   }
 
-  void on_read(boost::system::error_code ec) {
+  void on_read(boost::system::error_code ec, std::size_t n) {
     if (finished_) return;
     if (cancelled()) return finish({});
-    if (ec) return fail();
+    if (ec) return fail();  // also the end of the connection before the handler was satisfied
+    unparsed_.append(chunk_.data(), n);
+    if (!parse()) return fail();
     // A reply with a Content-Length (unary calls) arrives in the body instead.
     auto& body = parser_->get().body();
     pending_ += body;
@@ -142,6 +157,22 @@ class http_exchange final : public exchange, public std::enable_shared_from_this
     if (!consume()) return;
     if (parser_->is_done()) return fail();  // the reply ended before the handler was satisfied
     read();
+  }
+
+  // Runs what has arrived through the HTTP parser; false on malformed HTTP.
+  bool parse() {
+    std::size_t at = 0;
+    while (at < unparsed_.size() && !parser_->is_done()) {
+      boost::system::error_code ec;
+      const auto used =
+          parser_->put(asio::buffer(unparsed_.data() + at, unparsed_.size() - at), ec);
+      at += used;
+      if (ec == http::error::need_more) break;
+      if (ec) return false;
+      if (used == 0) break;
+    }
+    unparsed_.erase(0, at);
+    return true;
   }
 
   // Feeds what has arrived to the JSON parser and hands over every complete object; false when
@@ -165,6 +196,7 @@ class http_exchange final : public exchange, public std::enable_shared_from_this
         fail();
         return false;
       }
+      if (!got_object_ && streaming_) disarm();  // a created stream has no deadline
       got_object_ = true;
       if (!on_object_(*object)) {
         finish({});
@@ -195,9 +227,10 @@ class http_exchange final : public exchange, public std::enable_shared_from_this
   void finish(std::error_code ec) {
     if (finished_) return;
     finished_ = true;
+    disarm();
     boost::system::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
     auto done = std::move(on_done_);
     on_object_ = nullptr;
     on_done_ = nullptr;
@@ -205,19 +238,24 @@ class http_exchange final : public exchange, public std::enable_shared_from_this
   }
 
   asio::strand<asio::any_io_executor> strand_;
-  beast::tcp_stream stream_;
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  std::uint64_t generation_ = 0;
   std::shared_ptr<endpoint_set> endpoints_;
+  std::string target_;
+  std::string body_;
   bool streaming_;
   object_handler on_object_;
   done_handler on_done_;
-  http::request<http::string_body> request_;
+  std::string request_;
+  std::array<char, 8192> chunk_{};
+  std::string unparsed_;
   std::optional<http::response_parser<http::string_body>> parser_;
   std::function<std::size_t(std::uint64_t, beast::string_view, boost::system::error_code&)>
       on_chunk_;
-  beast::flat_buffer buffer_;
   std::string pending_;
   json::stream_parser json_;
-  std::chrono::steady_clock::time_point deadline_;
+  steady::time_point deadline_;
   std::size_t first_ = 0;
   std::size_t tried_ = 0;
   std::size_t index_ = 0;
