@@ -14,9 +14,12 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <future>
 #include <mutex>
@@ -63,11 +66,12 @@ class etcd_store_test : public ::testing::Test {
  protected:
   void SetUp() override {
     endpoints_ = etcd_endpoints();
+    io_thread_id_ = io_.call([] { return std::this_thread::get_id(); });
+    prefix_ = "/troupe-test/";
     if (endpoints_.empty()) {
       GTEST_SKIP() << "TROUPE_ETCD_ENDPOINTS is not set: start etcd with "
                       "`scripts/etcd.sh start` and export its output as TROUPE_ETCD_ENDPOINTS";
     }
-    io_thread_id_ = io_.call([] { return std::this_thread::get_id(); });
     std::random_device rd;
     prefix_ = "/troupe-test/" + std::to_string(rd()) + std::to_string(rd()) + "/";
     store_ = make(endpoints_);
@@ -137,6 +141,15 @@ class etcd_store_test : public ::testing::Test {
   std::shared_ptr<consensus_store> store_;
 };
 
+// The cases that need no etcd (a stand-in gateway or no server at all) run without one too.
+class etcd_client_test : public etcd_store_test {
+ protected:
+  void SetUp() override {
+    io_thread_id_ = io_.call([] { return std::this_thread::get_id(); });
+    prefix_ = "/troupe-test/";
+  }
+};
+
 // Collects what a watch delivers, and waits for it.
 class watch_log {
  public:
@@ -179,6 +192,67 @@ class watch_log {
   std::condition_variable changed_;
   std::vector<watch_batch> batches_;
   std::error_code error_;
+};
+
+// A stand-in for etcd's gateway on loopback: accepts one connection, reads the request, writes
+// `reply` (a whole HTTP response, or its beginning) and then closes the connection, or keeps it
+// open until destroyed. For what a real etcd will not do on demand here: compacted history
+// (compacting would disturb other tests sharing the server), progress notices, a lost stream.
+class fake_gateway {
+ public:
+  fake_gateway(std::string reply, bool close_after)
+      : acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}),
+        thread_([this, reply = std::move(reply), close_after] { serve(reply, close_after); }) {}
+  ~fake_gateway() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    stopped_.notify_all();
+    thread_.join();
+  }
+  fake_gateway(const fake_gateway&) = delete;
+  fake_gateway& operator=(const fake_gateway&) = delete;
+
+  [[nodiscard]] std::string endpoint() const {
+    return "127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
+  }
+
+  /// A chunked streaming reply holding `messages`, one chunk each.
+  static std::string stream(const std::vector<std::string>& messages) {
+    std::string out =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (const auto& m : messages) {
+      const auto line = m + "\n";
+      std::ostringstream size;
+      size << std::hex << line.size();
+      out += size.str() + "\r\n" + line + "\r\n";
+    }
+    return out;
+  }
+
+ private:
+  void serve(const std::string& reply, bool close_after) {
+    asio::ip::tcp::socket socket(io_);
+    boost::system::error_code ec;
+    acceptor_.accept(socket, ec);
+    if (ec) return;
+    std::array<char, 4096> buffer{};
+    socket.read_some(asio::buffer(buffer), ec);  // the request (small: one read on loopback)
+    asio::write(socket, asio::buffer(reply), ec);
+    if (!close_after) {
+      std::unique_lock lock(mutex_);
+      stopped_.wait(lock, [&] { return stop_; });
+    }
+    socket.close(ec);
+  }
+
+  asio::io_context io_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::mutex mutex_;
+  std::condition_variable stopped_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 TEST_F(etcd_store_test, put_then_range_reads_keys_in_order_with_their_revisions) {
@@ -418,7 +492,65 @@ TEST_F(etcd_store_test, a_cancelled_watch_delivers_nothing_more) {
   w2.reset();  // destroying cancels too
 }
 
-TEST_F(etcd_store_test, a_refused_endpoint_is_unavailable_at_once_and_a_silent_one_at_the_timeout) {
+TEST_F(etcd_client_test, a_watch_reports_compaction_progress_and_a_lost_stream) {
+  const std::string header = R"("header":{"revision":"9"})";
+  {
+    // Compacted: the watch ends with errc::compacted (the caller reads again and re-watches).
+    fake_gateway gateway(fake_gateway::stream({R"({"result":{)" + header + R"(,"created":true}})",
+                                               R"({"result":{)" + header +
+                                                   R"(,"compact_revision":"7","canceled":true}})"}),
+                         false);
+    auto store = make({gateway.endpoint()});
+    watch_log log;
+    auto w = store->watch(all(), 3, log.handler());
+    EXPECT_EQ(log.error(), errc::compacted);
+    EXPECT_TRUE(log.batches().empty());
+  }
+  {
+    // A progress notice (no events) is a batch without events; then the connection drops.
+    fake_gateway gateway(
+        fake_gateway::stream(
+            {R"({"result":{)" + header + R"(,"created":true}})", R"({"result":{)" + header + "}}",
+             R"({"result":{"header":{"revision":"10"},"events":[{"kv":{"key":"YQ==","mod_revision":"10"},"type":"DELETE"}]}})"}),
+        true);
+    auto store = make({gateway.endpoint()});
+    watch_log log;
+    auto w = store->watch(all(), 3, log.handler());
+    EXPECT_EQ(log.error(), errc::store_unavailable);
+    const auto batches = log.batches();
+    ASSERT_EQ(batches.size(), 2U);
+    EXPECT_EQ(batches[0].header_revision, 9);
+    EXPECT_TRUE(batches[0].events.empty());
+    ASSERT_EQ(batches[1].events.size(), 1U);
+    EXPECT_EQ(batches[1].events[0].type, watch_event::kind::del);
+    EXPECT_EQ(batches[1].events[0].kv.key, "a");
+  }
+  {
+    // An error inside the stream, as grpc-gateway writes it.
+    fake_gateway gateway(
+        fake_gateway::stream(
+            {R"({"error":{"grpc_code":11,"http_code":400,"message":"compacted"}})"}),
+        false);
+    auto store = make({gateway.endpoint()});
+    watch_log log;
+    auto w = store->watch(all(), 3, log.handler());
+    EXPECT_EQ(log.error(), errc::compacted);
+  }
+}
+
+TEST_F(etcd_client_test, a_malformed_reply_is_store_unavailable) {
+  for (const std::string body : {R"({"kvs":[{"key":"not base64!"}]})",
+                                 R"({"header":{"revision":"x"}})", "[1,2]", "not json"}) {
+    fake_gateway gateway(
+        "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body,
+        false);
+    auto store = make({gateway.endpoint()});
+    EXPECT_EQ(range(all(), store.get()).ec, errc::store_unavailable) << body;
+  }
+}
+
+TEST_F(etcd_client_test,
+       a_refused_endpoint_is_unavailable_at_once_and_a_silent_one_at_the_timeout) {
   auto refused = make({refused_endpoint()}, 30s);
   // Refused: no waiting for the 30 s request timeout.
   EXPECT_EQ(range(all(), refused.get()).ec, errc::store_unavailable);
@@ -454,7 +586,7 @@ TEST_F(etcd_store_test, requests_fail_over_to_the_next_endpoint) {
   EXPECT_EQ(again.value.kvs.size(), 1U);
 }
 
-TEST_F(etcd_store_test, a_malformed_endpoint_is_refused_when_the_store_is_made) {
+TEST_F(etcd_client_test, a_malformed_endpoint_is_refused_when_the_store_is_made) {
   for (const std::string bad : {"", "127.0.0.1", "127.0.0.1:http", "127.0.0.1:0", "etcd:2379"}) {
     try {
       make({bad});
