@@ -20,8 +20,9 @@ packages=(
   # persistence: the PostgreSQL plugin (libpqxx) and the server its tests start
   # (scripts/postgres.sh)
   libpqxx-dev postgresql
-  # cluster: TLS for the transport (Boost.Asio SSL over OpenSSL); openssl makes test certificates
-  libssl-dev openssl
+  # cluster: TLS for the transport (Boost.Asio SSL over OpenSSL); openssl makes test certificates;
+  # etcd 3.4 holds the cluster's membership and shard ownership (tests start it with scripts/etcd.sh)
+  libssl-dev openssl etcd-server
 )
 
 # These two remove Boost 1.81 (libleatherman-dev conflicts with it) and pull in Boost 1.74:

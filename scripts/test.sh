@@ -7,8 +7,10 @@
 #   3. tsan preset (-O1 -g, TSan, -Werror): configure, build only the test binaries labelled
 #      concurrency (target troupe_concurrency_tests), `ctest --preset tsan` (label concurrency)
 # Before the ctest runs, a throwaway PostgreSQL cluster starts (scripts/postgres.sh) for the
-# PostgreSQL plugin's tests, which find it through TROUPE_PG_URL; it stops when the script exits.
-# A TROUPE_PG_URL already set names the server to use instead, and nothing is started.
+# PostgreSQL plugin's tests, which find it through TROUPE_PG_URL, and a throwaway etcd
+# (scripts/etcd.sh) for the cluster's etcd tests, which find it through TROUPE_ETCD_ENDPOINTS;
+# both stop when the script exits. A TROUPE_PG_URL or TROUPE_ETCD_ENDPOINTS already set names the
+# server to use instead, and nothing is started for it.
 # A failing step does not stop the later ones (except a failed configure of the same preset),
 # so one run reports everything; the exit status is non-zero if any step failed.
 #
@@ -62,8 +64,20 @@ step() {
 
 step "setup" scripts/setup.sh || exit 1
 
-# -- PostgreSQL for the persistence tests --------------------------------------
+# -- servers: PostgreSQL for the persistence tests, etcd for the cluster tests -
 pg_started=0
+etcd_started=0
+stop_etcd() {
+  if [[ $etcd_started -eq 1 ]]; then
+    scripts/etcd.sh stop || echo "test.sh: could not stop the test etcd" >&2
+  fi
+}
+# Both servers stop on exit.
+stop_servers() {
+  stop_etcd
+  stop_postgres
+}
+trap stop_servers EXIT
 stop_postgres() {
   if [[ $pg_started -eq 1 ]]; then
     scripts/postgres.sh stop || echo "test.sh: could not stop the test PostgreSQL" >&2
@@ -76,12 +90,26 @@ start_postgres() {
   export TROUPE_PG_URL="$url"
   echo "PostgreSQL for the tests: $TROUPE_PG_URL"
 }
-trap stop_postgres EXIT
 if [[ -z "${TROUPE_PG_URL:-}" ]]; then
   # Without a server the PostgreSQL cases would only skip: count that as a failure here.
   step "postgres: start" start_postgres || true
 else
   echo "PostgreSQL for the tests (given): TROUPE_PG_URL is set"
+fi
+
+# -- etcd for the cluster tests -------------------------------------------------
+start_etcd() {
+  local endpoints
+  endpoints="$(scripts/etcd.sh start)" || return 1
+  etcd_started=1
+  export TROUPE_ETCD_ENDPOINTS="$endpoints"
+  echo "etcd for the tests: $TROUPE_ETCD_ENDPOINTS"
+}
+if [[ -z "${TROUPE_ETCD_ENDPOINTS:-}" ]]; then
+  # Without a server the etcd cases would only skip: count that as a failure here.
+  step "etcd: start" start_etcd || true
+else
+  echo "etcd for the tests (given): TROUPE_ETCD_ENDPOINTS=$TROUPE_ETCD_ENDPOINTS"
 fi
 
 junit_dev="$root/build/dev/ctest-junit.xml"
