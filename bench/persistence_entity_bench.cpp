@@ -6,6 +6,8 @@
 //                   events/s and the p50/p99 latency of an ask. The same run first measures the
 //                   raw `persist` case on a fresh store of the same kind; the target is a ratio
 //                   to it (>= 75 %). Afterwards every acknowledged event is read back and decoded.
+//                   Both keep 10,000 writes in flight (one per writer, one ask per entity), so
+//                   the group commit sees the same queue; see docs/persistence.md.
 //   recover_entity  1,000,000 events already stored (10,000 entities x 100), then the store is
 //                   closed, the OS page cache dropped where the machine allows it, the store
 //                   opened again and a new actor system started: every entity is asked for its
