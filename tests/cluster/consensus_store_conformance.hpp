@@ -527,6 +527,22 @@ TEST_P(consensus_store_conformance, watch_from_a_past_revision_replays_whole_rev
   EXPECT_EQ(one->event_count(), 2u);
 }
 
+TEST_P(consensus_store_conformance, watch_from_a_future_revision_starts_there) {
+  const revision now = put(key("a"), "0");
+  auto log = watch(all(), now + 3);
+  put(key("a"), "1");
+  put(key("a"), "2");
+  const revision third = put(key("a"), "3");
+  ASSERT_TRUE(wait_for_events(*log, 1));
+  const revision fourth = put(key("a"), "4");
+  ASSERT_TRUE(wait_for_events(*log, 2));
+  const auto events = log->events();
+  ASSERT_EQ(events.size(), 2u) << "nothing before the start revision";
+  EXPECT_GE(events[0].kv.mod_revision, now + 3);
+  EXPECT_LE(events[0].kv.mod_revision, third);
+  EXPECT_EQ(events[1].kv.mod_revision, fourth);
+}
+
 TEST_P(consensus_store_conformance, watch_below_the_compacted_history_fails_with_compacted) {
   const revision r1 = put(key("a"), "1");
   put(key("a"), "2");

@@ -33,6 +33,7 @@ struct in_process_etcd::core : std::enable_shared_from_this<core> {
   /// Hands a new revision to every watch whose range it touches.
   void publish(const in_process::revision_events& r) {
     for (const auto& w : watches) {
+      if (r.rev < w->start()) continue;
       watch_batch batch;
       batch.header_revision = r.rev;
       for (const auto& e : r.events) {
@@ -145,7 +146,7 @@ class model_client final : public consensus_store,
 
   std::unique_ptr<watch_handle> watch(key_range r, revision start,
                                       watch_handler on_batch) override {
-    auto feed = std::make_shared<watch_feed>(executor_, r, id_, std::move(on_batch));
+    auto feed = std::make_shared<watch_feed>(executor_, r, start, id_, std::move(on_batch));
     std::lock_guard lock(core_->mutex);
     const revision now = core_->space.current_revision();
     if (cut()) {

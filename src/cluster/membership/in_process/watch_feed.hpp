@@ -18,14 +18,17 @@ namespace troupe::cluster::in_process {
 
 class watch_feed : public std::enable_shared_from_this<watch_feed> {
  public:
-  watch_feed(boost::asio::any_io_executor executor, key_range range, std::uint64_t client,
-             consensus_store::watch_handler handler)
+  watch_feed(boost::asio::any_io_executor executor, key_range range, revision start,
+             std::uint64_t client, consensus_store::watch_handler handler)
       : executor_(std::move(executor)),
         range_(std::move(range)),
+        start_(start),
         client_(client),
         handler_(std::move(handler)) {}
 
   [[nodiscard]] const key_range& range() const noexcept { return range_; }
+  /// The first revision the watch wants.
+  [[nodiscard]] revision start() const noexcept { return start_; }
   /// The client (connection) the watch belongs to.
   [[nodiscard]] std::uint64_t client() const noexcept { return client_; }
 
@@ -43,6 +46,7 @@ class watch_feed : public std::enable_shared_from_this<watch_feed> {
 
   boost::asio::any_io_executor executor_;
   key_range range_;
+  revision start_;
   std::uint64_t client_;
   consensus_store::watch_handler handler_;
   std::mutex mutex_;
