@@ -61,7 +61,8 @@ struct key_range {
 };
 
 /// One condition of a transaction, evaluated against a single key. A missing key has version,
-/// create_revision, mod_revision and lease 0 and an empty value, as in etcd.
+/// create_revision, mod_revision and lease 0, as in etcd; a `value` compare on a missing key
+/// never holds, whatever the relation (etcd cannot tell a missing value from an empty one).
 struct compare {
   enum class target { version, create_revision, mod_revision, value, lease };
   enum class relation { equal, not_equal, less, greater };
@@ -74,7 +75,9 @@ struct compare {
   /// For `target::value`.
   std::string value;
 
-  static compare missing(std::string key) { return {std::move(key), target::version, relation::equal, 0, {}}; }
+  static compare missing(std::string key) {
+    return {std::move(key), target::version, relation::equal, 0, {}};
+  }
   static compare create_revision_is(std::string key, revision r) {
     return {std::move(key), target::create_revision, relation::equal, r, {}};
   }
@@ -191,11 +194,15 @@ class consensus_store {
 
 /// The in-process model of etcd: one store shared by every node of a process (or of a simulated
 /// run). Leases expire on `clock` (checked every `expiry_scan`, as etcd's 500 ms scan); history
-/// older than `history` revisions is compacted. Handlers run on `executor`.
+/// older than `history` revisions is compacted. Handlers run on `executor`. For one client per
+/// node and the fault hooks (a node cut off from etcd), see in_process_store.hpp.
 struct in_process_store_options {
   duration min_ttl = std::chrono::seconds(2);
   duration expiry_scan = std::chrono::milliseconds(500);
   std::size_t history = 10'000;
+  /// How long a client cut off from the store waits before a request fails with
+  /// errc::store_unavailable (the etcd client's request timeout).
+  duration request_timeout = std::chrono::seconds(2);
 };
 
 std::shared_ptr<consensus_store> make_in_process_store(std::shared_ptr<troupe::clock> clock,
