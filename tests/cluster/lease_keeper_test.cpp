@@ -165,12 +165,15 @@ TEST_F(lease_keeper_test, an_answer_after_the_deadline_does_not_unfence) {
   auto keeper = start_scripted();
   let_time_pass(1s);
   ASSERT_EQ(store_->renewals.size(), 1u);
-  let_time_pass(1500ms);  // 2.5 s: the grant's deadline
-  EXPECT_TRUE(keeper->fenced());
-  // The renewal sent at 1 s is answered now: it would move the deadline to 3.5 s.
+  let_time_pass(1499ms);
+  // The renewal sent at 1 s is answered (it would move the deadline to 3.5 s), but its answer is
+  // handled only after the grant's deadline of 2.5 s has passed, before the fence timer's work.
   store_->answer({}, 3s);
+  clock_->advance(1ms);
+  EXPECT_TRUE(keeper->fenced());
   poll();
   EXPECT_TRUE(keeper->fenced());
+  EXPECT_EQ(keeper->reason(), fence_reason::deadline_passed);
   EXPECT_EQ(fences_, std::vector{fence_reason::deadline_passed});
   let_time_pass(10s);
   EXPECT_TRUE(keeper->fenced());
