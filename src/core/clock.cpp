@@ -1,8 +1,10 @@
+#include <troupe/core/boottime_clock.hpp>
 #include <troupe/core/clock.hpp>
 
 #include "core/timer_queue.hpp"
 
 #include <sys/prctl.h>
+#include <time.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -18,7 +20,8 @@ namespace {
 /// state, so the clock may be destroyed from inside one of its own callbacks.
 class steady_clock_source final : public clock {
  public:
-  steady_clock_source() : shared_(std::make_shared<shared>()) {
+  explicit steady_clock_source(bool boottime) : shared_(std::make_shared<shared>()) {
+    shared_->boottime = boottime;
     thread_ = std::thread([s = shared_] { run(*s); });
   }
 
@@ -35,9 +38,7 @@ class steady_clock_source final : public clock {
     }
   }
 
-  [[nodiscard]] time_point now() const noexcept override {
-    return std::chrono::steady_clock::now();
-  }
+  [[nodiscard]] time_point now() const noexcept override { return read(*shared_); }
 
   timer_id schedule_at(time_point at, callback fn) override {
     bool earliest;
@@ -73,8 +74,32 @@ class steady_clock_source final : public clock {
     bool stopping = false;
     // Set when a timer became the earliest: a spinning thread looks again.
     std::atomic<bool> earlier{false};
-    callback wake_hint;  // called under the mutex: set_wake_hint(nullptr) waits for it
+    callback wake_hint;     // called under the mutex: set_wake_hint(nullptr) waits for it
+    bool boottime = false;  // set before the thread starts, never changed
   };
+
+  // The condition variable waits on CLOCK_MONOTONIC, which stops while the machine is
+  // suspended; a boottime clock's thread therefore sleeps at most this long at a time, so a
+  // deadline that passed during a suspend runs at most this late after the resume.
+  static constexpr duration boottime_max_sleep = std::chrono::milliseconds(100);
+
+  /// The time on this clock's source.
+  static time_point read(const shared& s) noexcept {
+    if (!s.boottime) return std::chrono::steady_clock::now();
+    timespec ts{};
+    ::clock_gettime(CLOCK_BOOTTIME, &ts);
+    return time_point(std::chrono::duration_cast<duration>(std::chrono::seconds(ts.tv_sec) +
+                                                           std::chrono::nanoseconds(ts.tv_nsec)));
+  }
+
+  /// Sleeps until `until` on this clock's source, a notify or a spurious wake-up.
+  static void sleep_until(shared& s, std::unique_lock<std::mutex>& lock, time_point until) {
+    if (!s.boottime) {
+      s.wake.wait_until(lock, until);
+      return;
+    }
+    s.wake.wait_for(lock, std::min(until - read(s), boottime_max_sleep));
+  }
 
   // How long before a deadline the thread stops sleeping and spins: waking from a timed wait
   // costs ~30 us on this kind of VM (idle vCPUs halt), which a 1 ms await would pay every time.
@@ -84,7 +109,7 @@ class steady_clock_source final : public clock {
 
   /// Spins until `deadline`, a new earliest timer or a stop, whichever comes first.
   static void spin_until(shared& s, time_point deadline) {
-    while (std::chrono::steady_clock::now() < deadline) {
+    while (read(s) < deadline) {
       if (s.earlier.load(std::memory_order_acquire)) return;
       for (int i = 0; i < 32; ++i) cpu_relax();
     }
@@ -107,16 +132,16 @@ class steady_clock_source final : public clock {
         continue;
       }
       const time_point next = s.queue.next_deadline();
-      const time_point now_before = std::chrono::steady_clock::now();
+      const time_point now_before = read(s);
       if (next > now_before) {
         if (next - now_before > spin_window) {
-          s.wake.wait_until(lock, next - spin_window);
+          sleep_until(s, lock, next - spin_window);
         } else {
           if (s.wake_hint) s.wake_hint();
           if (s.queue.size() > spin_max_pending) {
             // Deadlines this dense keep the thread busy anyway; spinning would take a core
             // from the workers that run the completions.
-            s.wake.wait_until(lock, next);
+            sleep_until(s, lock, next);
             continue;
           }
           s.earlier.store(false, std::memory_order_relaxed);
@@ -127,7 +152,7 @@ class steady_clock_source final : public clock {
         continue;
       }
       // Take everything due under one lock: thousands of 1 ms timers expire together.
-      const time_point now = std::chrono::steady_clock::now();
+      const time_point now = read(s);
       while (auto fn = s.queue.pop_due(now)) due.push_back(std::move(*fn));
       lock.unlock();
       for (auto& fn : due) fn();
@@ -145,7 +170,9 @@ class steady_clock_source final : public clock {
 
 }  // namespace
 
-std::shared_ptr<clock> make_steady_clock() { return std::make_shared<steady_clock_source>(); }
+std::shared_ptr<clock> make_steady_clock() { return std::make_shared<steady_clock_source>(false); }
+
+std::shared_ptr<clock> make_boottime_clock() { return std::make_shared<steady_clock_source>(true); }
 
 // -- manual clock -----------------------------------------------------------------------------
 

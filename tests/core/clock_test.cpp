@@ -2,12 +2,15 @@
 // Clocks: the manual clock runs due callbacks in deadline order (ties in insertion order) on
 // advance; the steady clock runs them on its own thread. Both sit on the timer queue, which the
 // randomized test drives through many inserts and cancels.
+#include <troupe/core/boottime_clock.hpp>
 #include <troupe/core/clock.hpp>
 #include <troupe/testkit/manual_clock.hpp>
 #include <troupe/testkit/test_probe.hpp>
 #include <troupe/testkit/test_seed.hpp>
 
 #include <gtest/gtest.h>
+
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -299,6 +302,25 @@ TEST(SteadyClock, FiresACallbackAfterItsDelay) {
 
   EXPECT_EQ(seen->wait_for(1), (std::vector<int>{1}));
   EXPECT_GE(*fired_at - start, 2ms);
+}
+
+// The boottime clock reads CLOCK_BOOTTIME (it counts suspended time, for lease deadlines) and
+// schedules on that time line.
+TEST(BoottimeClock, ReadsBoottimeAndFiresCallbacksInDeadlineOrder) {
+  auto clock = troupe::make_boottime_clock();
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  const auto boot = std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+  const auto now = clock->now().time_since_epoch();
+  EXPECT_GE(now, boot);
+  EXPECT_LT(now - boot, dilated(1s));
+
+  auto seen = std::make_shared<recorder>();
+  const auto at = clock->now() + 5ms;
+  clock->schedule_at(at + 2ms, [seen] { seen->add(3); });
+  clock->schedule_at(at, [seen, at, &c = *clock] { seen->add(c.now() >= at ? 1 : -1); });
+  clock->schedule_at(at + 1ms, [seen] { seen->add(2); });
+  EXPECT_EQ(seen->wait_for(3), (std::vector<int>{1, 2, 3}));
 }
 
 TEST(SteadyClock, RunsCallbacksInDeadlineOrder) {
