@@ -99,6 +99,7 @@ measurement measure(const workload_spec& spec, const run_config& config, int run
     if (!m.error.empty()) break;
   }
   m.msgs_per_s = median(m.runs);
+  m.worst = m.runs.empty() ? 0 : *std::min_element(m.runs.begin(), m.runs.end());
   return m;
 }
 
@@ -108,14 +109,14 @@ bool cut_short(const measurement& m) {
 
 std::string json_line(const measurement& m) {
   const auto& c = m.config;
-  std::string j = "{\"bench\":\"seed\",\"mode\":\"" + std::string(mode_name(c.how)) +
-                  "\",\"dist\":\"" + dist_name(m.spec.dist) +
-                  "\",\"shards\":" + std::to_string(c.shards) +
-                  ",\"batch\":" + std::to_string(c.batch) +
-                  ",\"max_concurrent\":" + std::to_string(c.max_concurrent) +
-                  ",\"messages\":" + std::to_string(m.spec.messages) +
-                  ",\"keys\":" + std::to_string(m.spec.keys) + ",\"io_ms\":" + num(c.io_ms) +
-                  ",\"msgs_per_s\":" + num(m.msgs_per_s) + ",\"runs\":[";
+  std::string j =
+      "{\"bench\":\"seed\",\"mode\":\"" + std::string(mode_name(c.how)) + "\",\"dist\":\"" +
+      dist_name(m.spec.dist) + "\",\"shards\":" + std::to_string(c.shards) +
+      ",\"batch\":" + std::to_string(c.batch) +
+      ",\"max_concurrent\":" + std::to_string(c.max_concurrent) +
+      ",\"messages\":" + std::to_string(m.spec.messages) +
+      ",\"keys\":" + std::to_string(m.spec.keys) + ",\"io_ms\":" + num(c.io_ms) +
+      ",\"msgs_per_s\":" + num(m.msgs_per_s) + ",\"worst\":" + num(m.worst) + ",\"runs\":[";
   for (std::size_t i = 0; i < m.runs.size(); ++i) j += (i ? "," : "") + num(m.runs[i]);
   j += "],\"runs_asked\":" + std::to_string(m.runs_asked);
   if (cut_short(m)) {
@@ -172,6 +173,11 @@ void print_details(const measurement& m) {
   if (cut_short(m)) {
     std::printf("  %zu of %d runs: a row stops repeating once its runs took %.0f s\n",
                 m.runs.size(), m.runs_asked, m.repeat_budget_s);
+  }
+  if (m.runs.size() > 1) {
+    std::printf("  %zu runs: median %.0f msgs/s (%.0f%% of the bound), worst %.0f (%.0f%%)\n",
+                m.runs.size(), m.msgs_per_s, 100 * m.msgs_per_s / m.bound_msgs_per_s, m.worst,
+                100 * m.worst / m.bound_msgs_per_s);
   }
   const auto& hot = m.last.hot;
   const double mean_batch =

@@ -20,6 +20,7 @@ struct measurement {
   int runs_asked = 0;
   double repeat_budget_s = 0;
   double msgs_per_s = 0;  // median of runs
+  double worst = 0;       // the slowest run: what a user running it once may see
   bool order_ok = true;
   std::string error;  // the first failure (order or runtime), if any
   std::uint32_t workload_crc = 0;

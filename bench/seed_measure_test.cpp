@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace {
 
 using namespace troupe::bench::seed;
@@ -44,6 +46,18 @@ TEST(SeedMeasure, ARowThatRanEveryRunSaysNothingMore) {
   const std::string json = json_line(m);
   EXPECT_NE(json.find("\"runs_asked\":2"), std::string::npos) << json;
   EXPECT_EQ(json.find("\"repeat\""), std::string::npos) << json;
+}
+
+TEST(SeedMeasure, ReportsTheWorstRunBesideTheMedian) {
+  const measurement m = measure(small_spec(), small_config(), 3);
+  ASSERT_EQ(m.error, "");
+  ASSERT_EQ(m.runs.size(), 3U);
+  double slowest = m.runs.front();
+  for (const double r : m.runs) slowest = std::min(slowest, r);
+  EXPECT_EQ(m.worst, slowest);
+  EXPECT_LE(m.worst, m.msgs_per_s);
+  const std::string json = json_line(m);
+  EXPECT_NE(json.find("\"worst\":"), std::string::npos) << json;
 }
 
 }  // namespace

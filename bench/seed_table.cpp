@@ -11,6 +11,11 @@ std::function<bool(const measurement&)> share_of_bound(double f) {
   return [f](const measurement& m) { return m.msgs_per_s >= f * m.bound_msgs_per_s; };
 }
 
+/// The issue-14 form: the slowest run too, not only the median.
+std::function<bool(const measurement&)> worst_share_of_bound(double f) {
+  return [f](const measurement& m) { return m.worst >= f * m.bound_msgs_per_s; };
+}
+
 std::function<bool(const measurement&)> at_least(double v) {
   return [v](const measurement& m) { return m.msgs_per_s >= v; };
 }
@@ -137,22 +142,24 @@ std::vector<table_row> default_rows(double io_ms, std::uint64_t seed, std::size_
     auto& ez = row("scaled entities zipf batch", 1'000'000, 100'000, zipf, entities, 64, 200);
     ez.best_other = 780'350;
     ez.best_other_by = "CAF 256 shards batched";
-    ez.target = ">= 90% bound";
-    ez.meets = share_of_bound(0.9);
+    ez.target = ">= 90% bound, worst run";
+    ez.meets = worst_share_of_bound(0.9);
   }
   return rows;
 }
 
 void print_table(const std::vector<table_row>& rows, const std::vector<measurement>& results) {
-  const char* const fmt = "%-38s %10s %10s %6s %10s %10s %-22s %-13s %s\n";
+  const char* const fmt = "%-38s %10s %10s %10s %6s %6s %10s %10s %-22s %-13s %s\n";
   std::printf("\n");
-  std::printf(fmt, "case (msgs/s)", "Troupe", "bound", "%bnd", "guide", "best other", "(by)",
-              "target", "");
+  std::printf(fmt, "case (msgs/s)", "Troupe", "worst", "bound", "%bnd", "%worst", "guide",
+              "best other", "(by)", "target", "");
   for (std::size_t i = 0; i < rows.size() && i < results.size(); ++i) {
     const auto& r = rows[i];
     const auto& m = results[i];
     char share[16];
     std::snprintf(share, sizeof share, "%.0f%%", 100 * m.msgs_per_s / m.bound_msgs_per_s);
+    char worst_share[16];
+    std::snprintf(worst_share, sizeof worst_share, "%.0f%%", 100 * m.worst / m.bound_msgs_per_s);
     std::string status;
     if (!m.error.empty()) {
       status = "FAILED: " + m.error;
@@ -171,14 +178,15 @@ void print_table(const std::vector<table_row>& rows, const std::vector<measureme
                     m.msgs_per_s / *r.best_other);
       status += ratio;
     }
-    std::printf(fmt, r.label.c_str(), human(m.msgs_per_s).c_str(),
-                human(m.bound_msgs_per_s).c_str(), share,
+    std::printf(fmt, r.label.c_str(), human(m.msgs_per_s).c_str(), human(m.worst).c_str(),
+                human(m.bound_msgs_per_s).c_str(), share, worst_share,
                 r.guide && *r.guide > 0 ? human(*r.guide).c_str() : "-",
                 r.best_other ? human(*r.best_other).c_str() : "-", r.best_other_by.c_str(),
                 r.target.empty() ? "-" : r.target.c_str(), status.c_str());
   }
   std::printf(
-      "(median msgs/s of the runs, but a row repeats only while its runs took under 10 s: "
+      "(median msgs/s of the runs and the worst run, but a row repeats only while its runs took "
+      "under 10 s: "
       "\"1 of 3 runs (10 s rule)\" marks a row that ran fewer times; bound: messages / (busiest "
       "key's or shard's serial writes x io); guide: "
       "Python 3.14 figures published in the guide; best other: issue 4, same key sequence on "

@@ -25,6 +25,10 @@ thread_local system_message* tls_local_tail = nullptr;  // NOLINT
 thread_local std::vector<envelope_base*> tls_batch;  // NOLINT
 // A list grown past this by one huge batch is not kept.
 constexpr std::size_t kept_batch_capacity = 1024;
+// Fresh wake-ups that keep their place in line after a turn that ended with a backlog: enough
+// for a hot key whose feeding shard lags for a few of its batches, few enough that an actor
+// that stopped being busy soon queues at the back like everyone else.
+constexpr std::uint8_t backlog_wakeup_credit = 16;
 
 /// Sets the thread's current cell for a scope (turns can nest: spawn runs a child's start).
 class current_scope {
@@ -215,7 +219,11 @@ void actor_cell::push_user(envelope_base* e) noexcept {
   std::uint32_t s = state_.load(std::memory_order_seq_cst);
   while ((s & (scheduled | suspended)) == 0) {
     if (state_.compare_exchange_weak(s, s | scheduled, std::memory_order_seq_cst)) {
-      schedule();
+      // An actor that was backlogged a moment ago keeps its place in line (see
+      // backlog_wakeups_); one wake-up of its credit is spent.
+      const std::uint8_t credit = backlog_wakeups_.load(std::memory_order_relaxed);
+      if (credit > 0) backlog_wakeups_.store(credit - 1, std::memory_order_relaxed);
+      schedule(credit > 0);
       return;
     }
   }
@@ -386,6 +394,7 @@ void actor_cell::run_turn() noexcept {
     // It stopped at its budget or took a full batch: a backlog is waiting (a busy shard, a
     // hot key), and its next turn keeps its place in line.
     mid_way = n >= budget || full_batch;
+    if (mid_way) backlog_wakeups_.store(backlog_wakeup_credit, std::memory_order_relaxed);
   }
   run_local_posts();
   release_turn(mid_way);

@@ -195,6 +195,12 @@ class actor_cell : public actor_target {
   bool children_closed_ = false;  // no more spawns: we are stopping (guarded by children lock)
   bool unindexed_name_ = false;   // not in the parent's name index (unique by construction)
   bool bounded_ = false;          // ext_->bounded exists (set before the cell is shared)
+  // Fresh wake-ups left that keep the actor's place in line, refilled by every turn that ends
+  // with a backlog (a full batch, the whole budget). A hot key drains its mailbox now and then
+  // while the shard that feeds it catches up; woken again, it must not wait behind every actor
+  // queued on the worker (measured: 0.2-0.5 s, a third of a run). Written by the turn's owner,
+  // read by the sender that wins the `scheduled` bit: the bit orders the two.
+  std::atomic<std::uint8_t> backlog_wakeups_{0};
   mpsc_queue mailbox_;
   std::atomic<system_message*> system_inbox_{nullptr};
   system_impl& system_;
