@@ -236,6 +236,11 @@ class gated_plugin final : public tp::plugin {
   tp::remember_entities_store& remember_entities() override { return inner_->remember_entities(); }
   [[nodiscard]] tp::write_stats stats() const override { return inner_->stats(); }
 
+ protected:
+  void do_raise_shard_fence(tp::shard_fence_raise r, tp::completion<tp::fence_raise> h) override {
+    inner_->async_raise_shard_fence(std::move(r), forward<tp::fence_raise>(std::move(h)));
+  }
+
  private:
   template <class T>
   static auto forward(tp::completion<T> h) {
