@@ -238,7 +238,10 @@ class gated_plugin final : public tp::plugin {
 
  protected:
   void do_raise_shard_fence(tp::shard_fence_raise r, tp::completion<tp::fence_raise> h) override {
-    inner_->async_raise_shard_fence(std::move(r), forward<tp::fence_raise>(std::move(h)));
+    auto p = std::make_shared<tp::detail::pending<tp::completion<tp::fence_raise>>>(std::move(h));
+    inner_->async_raise_shard_fence(std::move(r), [p](std::exception_ptr e, tp::fence_raise v) {
+      std::move(*p).complete(e, v);
+    });
   }
 
  private:
