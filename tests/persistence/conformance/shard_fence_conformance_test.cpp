@@ -213,7 +213,9 @@ TYPED_TEST(StoreShardFence, AStaleWriterRacingARaiseNeverCommitsAfterIt) {
     for (auto& t : threads) t.join();
     for (int w = 0; w < writers; ++w) {
       SCOPED_TRACE("iteration " + std::to_string(it) + ", writer " + std::to_string(w));
-      if (late_successes[w] == 0) EXPECT_EQ(last_errors[w], errc::epoch_fenced);
+      if (late_successes[w] == 0) {
+        EXPECT_EQ(last_errors[w], errc::epoch_fenced);
+      }
       EXPECT_EQ(late_successes[w], 0);
       std::vector<sequence_nr> seen;
       for (const auto& e : recovered[w]) {
