@@ -55,7 +55,7 @@ run_result persist(const store_kind& kind, std::int64_t ids, std::int64_t per_id
     writer& w = writers[i];
     w.sent = steady::now();
     store->journal().async_append(
-        tp::append_request{w.pid, w.next, {event}, 0},
+        tp::append_request{w.pid, w.next, {event}, 0, std::nullopt},
         boost::asio::bind_executor(completions.io(), [&, i](std::exception_ptr e, tp::sequence_nr) {
           writer& me = writers[i];
           latencies_us.push_back(seconds_between(me.sent, steady::now()) * 1e6);
@@ -110,7 +110,8 @@ run_result recover(const store_kind& kind, std::int64_t ids, std::int64_t per_id
         const auto n = std::min(chunk, per_id - from + 1);
         store->journal().async_append(
             tp::append_request{pid_of(i), static_cast<tp::sequence_nr>(from),
-                               std::vector<tp::serialized>(static_cast<std::size_t>(n), event), 0},
+                               std::vector<tp::serialized>(static_cast<std::size_t>(n), event), 0,
+                               std::nullopt},
             boost::asio::bind_executor(completions.io(),
                                        [&](std::exception_ptr e, tp::sequence_nr) {
                                          if (e) failures.fetch_add(1);
@@ -159,7 +160,7 @@ run_result durable_state(const store_kind& kind, std::int64_t ids, std::int64_t 
 
   std::function<void(std::size_t)> write_next = [&](std::size_t i) {
     store->durable_state().async_upsert(
-        tp::state_write{pid_of(static_cast<std::int64_t>(i)), revisions[i], state, 0},
+        tp::state_write{pid_of(static_cast<std::int64_t>(i)), revisions[i], state, 0, std::nullopt},
         boost::asio::bind_executor(completions.io(),
                                    [&, i](std::exception_ptr e, tp::revision_nr written) {
                                      if (e) failures.fetch_add(1);

@@ -291,7 +291,7 @@ void fill(tp::plugin& store, std::int64_t ids, std::int64_t per_id) {
   }
   for (std::int64_t i = 0; i < ids; ++i) {
     store.journal().async_append(
-        tp::append_request{pid_of(i), 1, events, 0},
+        tp::append_request{pid_of(i), 1, events, 0, std::nullopt},
         boost::asio::bind_executor(completions.io(), [&](std::exception_ptr e, tp::sequence_nr) {
           if (e) failures.fetch_add(1);
           filled.count_down();

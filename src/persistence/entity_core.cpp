@@ -60,6 +60,14 @@ void entity_core::resolve(actor_context& context, std::string persistence_id,
   cancelling_ = false;
 }
 
+void entity_core::adopt_shard_fence(const actor_context& context) {
+  shard_fence_.reset();
+  const troupe::detail::entity_home* home = context.entity() ? context.cell().home() : nullptr;
+  if (home == nullptr || !home->fence_epoch) return;
+  shard_fence_ = fenced_shard{home->type_name, home->shard_id};
+  epoch_ = *home->fence_epoch;
+}
+
 void entity_core::fail_persist(actor_context& context, const std::exception_ptr& failure,
                                const std::string& what) {
   failed_ = true;

@@ -18,7 +18,7 @@ class persistence_category final : public std::error_category {
       case errc::revision_conflict:
         return "revision conflict";
       case errc::epoch_fenced:
-        return "write fenced by a higher epoch";
+        return "write fenced by a newer owner's epoch";
       case errc::corrupt_record:
         return "corrupt stored record";
       case errc::invalid_request:

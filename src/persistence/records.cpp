@@ -20,6 +20,10 @@ void require_shard(const std::string& type_name) {
   if (type_name.empty()) invalid("an entity type name must not be empty");
 }
 
+void validate_fence(const std::optional<fenced_shard>& s) {
+  if (s) validate(*s);
+}
+
 }  // namespace
 
 void validate(const std::string& persistence_id) {
@@ -34,6 +38,7 @@ void validate(const append_request& r) {
     invalid("sequence numbers would overflow (" + r.persistence_id + ")");
   }
   for (const auto& e : r.events) require_manifest(e, "an event");
+  validate_fence(r.shard_fence);
 }
 
 void validate(const read_request& r) { validate(r.persistence_id); }
@@ -43,6 +48,7 @@ void validate(const delete_events_request& r) { validate(r.persistence_id); }
 void validate(const snapshot_write& w) {
   validate(w.persistence_id);
   require_manifest(w.state, "a snapshot");
+  validate_fence(w.shard_fence);
 }
 
 void validate(const snapshot_query& q) { validate(q.persistence_id); }
@@ -52,6 +58,7 @@ void validate(const snapshot_delete& d) { validate(d.persistence_id); }
 void validate(const state_write& w) {
   validate(w.persistence_id);
   require_manifest(w.value, "a durable state");
+  validate_fence(w.shard_fence);
 }
 
 void validate(const state_delete& d) { validate(d.persistence_id); }
@@ -61,8 +68,16 @@ void validate(const remember_update& u) {
   for (const auto& id : u.added) {
     if (id.empty()) invalid("a remembered entity id must not be empty");
   }
+  if (u.shard_fence &&
+      (u.shard_fence->type_name != u.type_name || u.shard_fence->shard != u.shard)) {
+    invalid("a remember-entities update can only check its own shard's fence");
+  }
 }
 
 void validate(const remember_query& q) { require_shard(q.type_name); }
+
+void validate(const fenced_shard& s) { require_shard(s.type_name); }
+
+void validate(const shard_fence_raise& r) { validate(r.shard); }
 
 }  // namespace troupe::persistence

@@ -236,6 +236,14 @@ class gated_plugin final : public tp::plugin {
   tp::remember_entities_store& remember_entities() override { return inner_->remember_entities(); }
   [[nodiscard]] tp::write_stats stats() const override { return inner_->stats(); }
 
+ protected:
+  void do_raise_shard_fence(tp::shard_fence_raise r, tp::completion<tp::fence_raise> h) override {
+    auto p = std::make_shared<tp::detail::pending<tp::completion<tp::fence_raise>>>(std::move(h));
+    inner_->async_raise_shard_fence(std::move(r), [p](std::exception_ptr e, tp::fence_raise v) {
+      std::move(*p).complete(e, v);
+    });
+  }
+
  private:
   template <class T>
   static auto forward(tp::completion<T> h) {

@@ -45,7 +45,7 @@ history ask_history(const actor_ref<account_command>& a) {
 /// One event of `pid`, stored straight into the journal.
 void store_event(tp::plugin& store, const std::string& pid, tp::sequence_nr seq,
                  tp::serialized event) {
-  store.journal().async_append({pid, seq, {std::move(event)}, 0}, use_future).get();
+  store.journal().async_append({pid, seq, {std::move(event)}, 0, std::nullopt}, use_future).get();
 }
 
 TEST(PersistentEntity, RecoversFromTheLatestSnapshotThenTheEventsAfterIt) {
@@ -231,6 +231,37 @@ TEST(PersistentEntity, APlainActorSpawnedWithAnEntityIdentityUsesTheDefaultId) {
   auto events =
       tp::get(system).default_plugin()->journal().async_read({"account-42"}, use_future).get();
   EXPECT_EQ(events.size(), 1U);
+}
+
+TEST(PersistentEntity, WritesAtTheShardFenceEpochItsShardHandsIt) {
+  troupe::testkit::log_capture logs;  // the refused persist logs an error
+  troupe::actor_system system(two_workers());
+  register_codecs(system);
+  std::shared_ptr<tp::plugin> store = tp::make_memory_plugin();
+  tp::get(system).set_default_plugin(store);
+  const tp::shard_fence_raise to_7{{"account", 3}, 7};
+  ASSERT_EQ(store->async_raise_shard_fence(to_7, use_future).get(), tp::fence_raise::raised);
+  // The home a shard hands its entities once the cluster raised the shard's fence to epoch 7.
+  static const troupe::detail::entity_home home{"account", 3, nullptr, 7};
+  auto a = system.spawn<account>(
+      troupe::spawn_options("acc").with_entity(troupe::detail::entity_tag{"42", &home}));
+  EXPECT_EQ(ask_balance(a, deposit{"", 4}), 4);
+  auto events = store->journal().async_read({"account-42"}, use_future).get();
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].epoch, 7U);
+
+  // A new owner raises the fence: this incarnation's next write is refused and stores nothing.
+  const tp::shard_fence_raise to_8{{"account", 3}, 8};
+  ASSERT_EQ(store->async_raise_shard_fence(to_8, use_future).get(), tp::fence_raise::raised);
+  auto refused = a.ask<std::int64_t>(deposit{"", 1}, dilated(30s), troupe::use_future);
+  try {
+    refused.get();
+    ADD_FAILURE() << "the ask should fail";
+  } catch (const troupe::error& e) {
+    EXPECT_EQ(e.code(), tp::errc::epoch_fenced) << e.what();
+  }
+  await_condition([&] { return a.is_terminated(); }, 5s, "the entity stopped");
+  EXPECT_EQ(store->journal().async_read({"account-42"}, use_future).get().size(), 1U);
 }
 
 }  // namespace

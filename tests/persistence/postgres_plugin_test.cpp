@@ -47,7 +47,9 @@ class PostgresPlugin : public ::testing::Test {
 
   static sequence_nr append(plugin& p, const std::string& pid, sequence_nr next,
                             const std::string& text) {
-    return p.journal().async_append({pid, next, {value_of(text)}, 0}, use_future).get();
+    return p.journal()
+        .async_append({pid, next, {value_of(text)}, 0, std::nullopt}, use_future)
+        .get();
   }
 
   postgres_factory factory_;
@@ -76,7 +78,9 @@ TEST_F(PostgresPlugin, ReconnectsAfterTheServerDropsItsConnections) {
   auto name = "troupe_reconnect_" + factory_.schema;
   auto store = open(name);
   EXPECT_EQ(append(*store, "p", 1, "before"), 1U);
-  ASSERT_EQ(store->durable_state().async_upsert({"s", 0, value_of("one"), 0}, use_future).get(),
+  ASSERT_EQ(store->durable_state()
+                .async_upsert({"s", 0, value_of("one"), 0, std::nullopt}, use_future)
+                .get(),
             1U);
 
   drop_connections(name);
@@ -134,8 +138,10 @@ TEST_F(PostgresPlugin, TwoPluginsOverOneSchemaNeverInterleaveAJournal) {
     std::vector<std::future<sequence_nr>> fb;
     for (int i = 0; i < ids; ++i) {
       auto pid = "p" + std::to_string(i);
-      fa.push_back(a->journal().async_append({pid, next, {value_of("a")}, 0}, use_future));
-      fb.push_back(b->journal().async_append({pid, next, {value_of("b")}, 0}, use_future));
+      fa.push_back(
+          a->journal().async_append({pid, next, {value_of("a")}, 0, std::nullopt}, use_future));
+      fb.push_back(
+          b->journal().async_append({pid, next, {value_of("b")}, 0, std::nullopt}, use_future));
     }
     for (int i = 0; i < ids; ++i) {
       auto ea = error_of(std::move(fa[i]));
@@ -162,26 +168,33 @@ TEST_F(PostgresPlugin, EachNodeSeesWhatTheOtherWroteBeforeItsOwnWriteCounts) {
   };
   EXPECT_EQ(append(*a, "p", 1, "a1"), 1U);
   EXPECT_EQ(append(*b, "p", 2, "b2"), 2U);
-  EXPECT_EQ(append_on(*a, {"p", 2, {value_of("stale")}, 0}), errc::sequence_conflict);
+  EXPECT_EQ(append_on(*a, {"p", 2, {value_of("stale")}, 0, std::nullopt}), errc::sequence_conflict);
   EXPECT_EQ(append(*a, "p", 3, "a3"), 3U);
 
   // A fence raised on b refuses a's lower epoch, whether a expects to raise it or not.
   EXPECT_EQ(append(*a, "q", 1, "a1"), 1U);
-  EXPECT_EQ(b->journal().async_append({"q", 2, {value_of("b2")}, 5}, use_future).get(), 2U);
-  EXPECT_EQ(append_on(*a, {"q", 3, {value_of("old")}, 4}), errc::epoch_fenced);
-  EXPECT_EQ(append_on(*a, {"q", 3, {value_of("older")}, 0}), errc::epoch_fenced);
+  EXPECT_EQ(
+      b->journal().async_append({"q", 2, {value_of("b2")}, 5, std::nullopt}, use_future).get(), 2U);
+  EXPECT_EQ(append_on(*a, {"q", 3, {value_of("old")}, 4, std::nullopt}), errc::epoch_fenced);
+  EXPECT_EQ(append_on(*a, {"q", 3, {value_of("older")}, 0, std::nullopt}), errc::epoch_fenced);
 
   // Events b deleted keep their numbers taken for a.
   EXPECT_EQ(append(*a, "r", 1, "a1"), 1U);
   EXPECT_EQ(append(*b, "r", 2, "b2"), 2U);
   b->journal().async_delete_to({"r", 2, 0}, use_future).get();
-  EXPECT_EQ(append_on(*a, {"r", 2, {value_of("reused")}, 0}), errc::sequence_conflict);
+  EXPECT_EQ(append_on(*a, {"r", 2, {value_of("reused")}, 0, std::nullopt}),
+            errc::sequence_conflict);
   EXPECT_EQ(append(*a, "r", 3, "a3"), 3U);
 
   // A durable state written by b is not overwritten by a's stale revision.
-  EXPECT_EQ(a->durable_state().async_upsert({"s", 0, value_of("a"), 0}, use_future).get(), 1U);
-  EXPECT_EQ(b->durable_state().async_upsert({"s", 1, value_of("b"), 0}, use_future).get(), 2U);
-  EXPECT_EQ(error_of(a->durable_state().async_upsert({"s", 1, value_of("stale"), 0}, use_future)),
+  EXPECT_EQ(
+      a->durable_state().async_upsert({"s", 0, value_of("a"), 0, std::nullopt}, use_future).get(),
+      1U);
+  EXPECT_EQ(
+      b->durable_state().async_upsert({"s", 1, value_of("b"), 0, std::nullopt}, use_future).get(),
+      2U);
+  EXPECT_EQ(error_of(a->durable_state().async_upsert({"s", 1, value_of("stale"), 0, std::nullopt},
+                                                     use_future)),
             errc::revision_conflict);
 
   auto events = b->journal().async_read({"p"}, use_future).get();
@@ -199,16 +212,18 @@ TEST_F(PostgresPlugin, AWriteFailingWithAnSqlErrorFailsAloneInItsGroup) {
   append(*store, "setup", 1, "s");
   std::vector<std::future<sequence_nr>> good;
   for (int i = 0; i < 20; ++i) {
-    good.push_back(
-        journal.async_append({"good-" + std::to_string(i), 1, {value_of("g")}, 0}, use_future));
+    good.push_back(journal.async_append(
+        {"good-" + std::to_string(i), 1, {value_of("g")}, 0, std::nullopt}, use_future));
   }
-  auto bad_append = journal.async_append({"bad\xff", 1, {value_of("x")}, 0}, use_future);
-  auto bad_state =
-      store->durable_state().async_upsert({"s", 0, {{"bad\xff", 1}, {}}, 0}, use_future);
-  auto good_state = store->durable_state().async_upsert({"t", 0, value_of("t"), 0}, use_future);
+  auto bad_append =
+      journal.async_append({"bad\xff", 1, {value_of("x")}, 0, std::nullopt}, use_future);
+  auto bad_state = store->durable_state().async_upsert(
+      {"s", 0, {{"bad\xff", 1}, {}}, 0, std::nullopt}, use_future);
+  auto good_state =
+      store->durable_state().async_upsert({"t", 0, value_of("t"), 0, std::nullopt}, use_future);
   for (int i = 20; i < 40; ++i) {
-    good.push_back(
-        journal.async_append({"good-" + std::to_string(i), 1, {value_of("g")}, 0}, use_future));
+    good.push_back(journal.async_append(
+        {"good-" + std::to_string(i), 1, {value_of("g")}, 0, std::nullopt}, use_future));
   }
   EXPECT_EQ(error_of(std::move(bad_append)), errc::store_failure);
   EXPECT_EQ(error_of(std::move(bad_state)), errc::store_failure);
@@ -243,10 +258,14 @@ TEST_F(PostgresPlugin, MovesAVersion1SchemaToTheCurrentOne) {
   auto store = open();
   EXPECT_EQ(store->journal().async_highest_sequence_nr("p", use_future).get(), 2U);
   EXPECT_EQ(store->journal().async_highest_sequence_nr("gone", use_future).get(), 7U);
-  EXPECT_EQ(error_of(store->journal().async_append({"p", 3, {value_of("old")}, 1}, use_future)),
+  EXPECT_EQ(error_of(store->journal().async_append({"p", 3, {value_of("old")}, 1, std::nullopt},
+                                                   use_future)),
             errc::epoch_fenced);
-  EXPECT_EQ(store->journal().async_append({"p", 3, {value_of("c")}, 2}, use_future).get(), 3U);
-  EXPECT_EQ(error_of(store->journal().async_append({"gone", 7, {value_of("x")}, 0}, use_future)),
+  EXPECT_EQ(
+      store->journal().async_append({"p", 3, {value_of("c")}, 2, std::nullopt}, use_future).get(),
+      3U);
+  EXPECT_EQ(error_of(store->journal().async_append({"gone", 7, {value_of("x")}, 0, std::nullopt},
+                                                   use_future)),
             errc::sequence_conflict);
   auto events = store->journal().async_read({"p"}, use_future).get();
   ASSERT_EQ(events.size(), 3U);

@@ -159,7 +159,8 @@ TEST(DurableStateEntity, ALostRevisionCheckStopsTheEntityAndTheAskerHears) {
   EXPECT_EQ(ask<std::int64_t>(c2, counter_command{increment{"c2", "x"}}), 1);
   // Someone else writes revision 2 behind the entity's back.
   auto& codecs = tp::get(system).codecs();
-  tp::state_write other{"counter-c2", 1, codecs.serialize(counter_state{100, "other"}), 0};
+  tp::state_write other{"counter-c2", 1, codecs.serialize(counter_state{100, "other"}), 0,
+                        std::nullopt};
   tp::get(system).default_plugin()->durable_state().async_upsert(other, use_future).get();
 
   try {

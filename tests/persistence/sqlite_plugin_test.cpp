@@ -129,8 +129,8 @@ TEST(SqlitePlugin, MovesAVersion1JournalToTheCurrentLayout) {
   EXPECT_EQ(journal.async_read({"b"}, use_future).get(),
             (std::vector<tp::event_record>{{1, text("b"), 3}}));
   EXPECT_EQ(journal.async_highest_sequence_nr("gone", use_future).get(), 7U);
-  EXPECT_EQ(journal.async_append({"a", 3, {text("c")}, 0}, use_future).get(), 3U);
-  EXPECT_THROW(journal.async_append({"gone", 1, {text("x")}, 0}, use_future).get(),
+  EXPECT_EQ(journal.async_append({"a", 3, {text("c")}, 0, std::nullopt}, use_future).get(), 3U);
+  EXPECT_THROW(journal.async_append({"gone", 1, {text("x")}, 0, std::nullopt}, use_future).get(),
                tp::persistence_error);
   EXPECT_EQ(query(dir.file(), "PRAGMA user_version"), "2");
 }
@@ -144,13 +144,14 @@ TEST(SqlitePlugin, SeesWhatAnotherProcessWroteToTheSameFile) {
   auto append = [](tp::plugin& p, tp::append_request r) {
     return p.journal().async_append(std::move(r), use_future);
   };
-  EXPECT_EQ(append(*first, {"p", 1, {text("first")}, 0}).get(), 1U);
-  EXPECT_EQ(append(*second, {"p", 2, {text("second")}, 0}).get(), 2U);
-  EXPECT_THROW(append(*first, {"p", 2, {text("stale")}, 0}).get(), tp::persistence_error);
-  EXPECT_EQ(append(*first, {"p", 3, {text("third")}, 0}).get(), 3U);
-  EXPECT_EQ(append(*second, {"q", 1, {text("raises")}, 5}).get(), 1U);
+  EXPECT_EQ(append(*first, {"p", 1, {text("first")}, 0, std::nullopt}).get(), 1U);
+  EXPECT_EQ(append(*second, {"p", 2, {text("second")}, 0, std::nullopt}).get(), 2U);
+  EXPECT_THROW(append(*first, {"p", 2, {text("stale")}, 0, std::nullopt}).get(),
+               tp::persistence_error);
+  EXPECT_EQ(append(*first, {"p", 3, {text("third")}, 0, std::nullopt}).get(), 3U);
+  EXPECT_EQ(append(*second, {"q", 1, {text("raises")}, 5, std::nullopt}).get(), 1U);
   try {
-    append(*first, {"q", 2, {text("old epoch")}, 4}).get();
+    append(*first, {"q", 2, {text("old epoch")}, 4, std::nullopt}).get();
     ADD_FAILURE() << "appended below the fence another process raised";
   } catch (const tp::persistence_error& e) {
     EXPECT_EQ(e.value(), tp::errc::epoch_fenced) << e.what();
@@ -165,8 +166,8 @@ TEST(SqlitePlugin, FinishesQueuedWritesWhenClosed) {
     auto store =
         tp::open_sqlite_plugin({.file = dir.file(), .durability = tp::sqlite_durability::normal});
     for (int i = 0; i < 100; ++i) {
-      pending.push_back(
-          store->journal().async_append({"p-" + std::to_string(i), 1, {text("e")}, 0}, use_future));
+      pending.push_back(store->journal().async_append(
+          {"p-" + std::to_string(i), 1, {text("e")}, 0, std::nullopt}, use_future));
     }
   }
   for (auto& f : pending) EXPECT_EQ(f.get(), 1U);
@@ -179,9 +180,9 @@ TEST(SqlitePlugin, ARefusedWriteInAGroupCommitLeavesTheOthersCommitted) {
   auto store = tp::open_sqlite_plugin({.file = dir.file()});
   auto& journal = store->journal();
   // Queued together, so they usually share a transaction; the outcome must not depend on it.
-  auto first = journal.async_append({"p", 1, {text("a"), text("b")}, 0}, use_future);
-  auto conflicting = journal.async_append({"p", 1, {text("x")}, 0}, use_future);
-  auto other = journal.async_append({"q", 1, {text("c")}, 0}, use_future);
+  auto first = journal.async_append({"p", 1, {text("a"), text("b")}, 0, std::nullopt}, use_future);
+  auto conflicting = journal.async_append({"p", 1, {text("x")}, 0, std::nullopt}, use_future);
+  auto other = journal.async_append({"q", 1, {text("c")}, 0, std::nullopt}, use_future);
   EXPECT_EQ(first.get(), 2U);
   EXPECT_THROW(conflicting.get(), tp::persistence_error);
   EXPECT_EQ(other.get(), 1U);
@@ -193,15 +194,15 @@ TEST(SqlitePlugin, AWriteFailingMidwayIsRolledBackAloneInItsGroup) {
   temp_dir dir;
   auto store = tp::open_sqlite_plugin({.file = dir.file()});
   auto& journal = store->journal();
-  journal.async_append({"setup", 1, {text("s")}, 0}, use_future).get();
+  journal.async_append({"setup", 1, {text("s")}, 0, std::nullopt}, use_future).get();
   // Events of "edge" were deleted up to 2^63 - 2: its next append's second event would be
   // numbered 2^63, which SQLite cannot store, so that append fails after writing its first row.
   (void)query(dir.file(),
               "INSERT INTO journal_floors(pid, highest) VALUES ('edge', 9223372036854775806)");
-  auto before = journal.async_append({"a", 1, {text("a")}, 0}, use_future);
-  auto failing =
-      journal.async_append({"edge", 9223372036854775807ULL, {text("x"), text("y")}, 0}, use_future);
-  auto after = journal.async_append({"b", 1, {text("b")}, 0}, use_future);
+  auto before = journal.async_append({"a", 1, {text("a")}, 0, std::nullopt}, use_future);
+  auto failing = journal.async_append(
+      {"edge", 9223372036854775807ULL, {text("x"), text("y")}, 0, std::nullopt}, use_future);
+  auto after = journal.async_append({"b", 1, {text("b")}, 0, std::nullopt}, use_future);
   EXPECT_EQ(before.get(), 1U);
   EXPECT_THROW(failing.get(), tp::persistence_error);
   EXPECT_EQ(after.get(), 1U);
@@ -214,10 +215,10 @@ TEST(SqlitePlugin, ReportsACorruptFenceAsAnErrorOfThatWriteOnly) {
   temp_dir dir;
   auto store = tp::open_sqlite_plugin({.file = dir.file()});
   auto& journal = store->journal();
-  journal.async_append({"setup", 1, {text("s")}, 0}, use_future).get();
+  journal.async_append({"setup", 1, {text("s")}, 0, std::nullopt}, use_future).get();
   (void)query(dir.file(), "INSERT INTO fences(scope, key, epoch) VALUES ('p', 'bad', 'high')");
-  auto bad = journal.async_append({"bad", 1, {text("x")}, 0}, use_future);
-  auto good = journal.async_append({"good", 1, {text("y")}, 0}, use_future);
+  auto bad = journal.async_append({"bad", 1, {text("x")}, 0, std::nullopt}, use_future);
+  auto good = journal.async_append({"good", 1, {text("y")}, 0, std::nullopt}, use_future);
   try {
     bad.get();
     ADD_FAILURE() << "appended despite a corrupt fence";
@@ -234,7 +235,7 @@ class writer final : public troupe::async_actor<std::string> {
 
  private:
   boost::asio::awaitable<void> receive(std::string event) override {
-    tp::append_request r{std::string("actor"), next_, {text(event)}, 0};
+    tp::append_request r{std::string("actor"), next_, {text(event)}, 0, std::nullopt};
     try {
       next_ = co_await journal_->async_append(std::move(r), boost::asio::use_awaitable) + 1;
       context().reply(next_ - 1);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,11 @@ struct entity_home {
   std::string type_name;
   std::uint32_t shard_id = 0;
   std::shared_ptr<concurrency_gate> gate;  // null: no cap
+  /// The epoch of the shard's allocation once its owner raised the shard's fence to it (the
+  /// cluster layer sets it); persistent entities then write at that epoch and name the shard, so
+  /// the stores refuse them once a newer owner raises the fence. Empty on a single node: writes
+  /// check no shard fence.
+  std::optional<std::uint64_t> fence_epoch;
 };
 
 /// A process-wide entity_home for this type and shard, for entities spawned without sharding

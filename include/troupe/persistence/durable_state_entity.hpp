@@ -75,7 +75,7 @@ class durable_state_entity : public detail::entity_base<Command> {
     revision_nr written = 0;
     try {
       state_write w{this->persistence_id_, revision_, this->codecs().serialize(*decided.next_),
-                    this->epoch_};
+                    this->epoch_, this->shard_fence_};
       written = co_await this->store_->durable_state().async_upsert(std::move(w),
                                                                     boost::asio::use_awaitable);
     } catch (...) {

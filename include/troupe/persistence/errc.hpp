@@ -20,8 +20,8 @@ enum class errc {
   sequence_conflict,
   /// A durable state write's expected revision is not the stored revision.
   revision_conflict,
-  /// The write's epoch is lower than the highest epoch the store has seen for that id: the
-  /// writer is a stale owner.
+  /// The write's epoch is lower than the highest epoch the store has seen for that id, or the
+  /// write names a shard whose fence is not at the write's epoch: the writer is a stale owner.
   epoch_fenced,
   /// A stored row violates the store's format (wrong column type, empty manifest, bad number).
   corrupt_record,

@@ -113,7 +113,7 @@ class persistent_entity : public detail::entity_base<Command> {
     const sequence_nr first = sequence_ + 1;
     const sequence_nr last = sequence_ + decided.events_.size();
     try {
-      append_request request{this->persistence_id_, first, {}, this->epoch_};
+      append_request request{this->persistence_id_, first, {}, this->epoch_, this->shard_fence_};
       request.events.reserve(decided.events_.size());
       for (const Event& e : decided.events_) request.events.push_back(this->codecs().serialize(e));
       co_await this->store_->journal().async_append(std::move(request), boost::asio::use_awaitable);
@@ -136,7 +136,7 @@ class persistent_entity : public detail::entity_base<Command> {
     try {
       // Requests are named locals, never temporaries inside co_await: GCC 12 mishandles those.
       snapshot_write w{this->persistence_id_, sequence_, this->codecs().serialize(state_),
-                       this->epoch_};
+                       this->epoch_, this->shard_fence_};
       co_await this->store_->snapshots().async_save(std::move(w), boost::asio::use_awaitable);
     } catch (...) {
       // The events are durable; a missing snapshot only makes the next recovery longer.

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,33 @@ using ownership_epoch = std::uint64_t;
 
 inline constexpr sequence_nr max_sequence_nr = std::numeric_limits<sequence_nr>::max();
 
+/// A shard of a sharded type, as a shard fence names it. In a cluster the owner of a shard raises
+/// its fence to the allocation's epoch (plugin::async_raise_shard_fence) before its entities
+/// recover; each write of those entities names the shard, and commits only while the shard's
+/// fence is at the write's epoch (see docs/persistence.md, "Shard fences").
+struct fenced_shard {
+  std::string type_name;
+  /// The shard number (troupe::shard_id).
+  std::uint32_t shard = 0;
+
+  friend bool operator==(const fenced_shard&, const fenced_shard&) = default;
+};
+
+/// Raises a shard's fence to `epoch` (plugin::async_raise_shard_fence).
+struct shard_fence_raise {
+  fenced_shard shard;
+  ownership_epoch epoch = 0;
+};
+
+/// What raising a shard fence found.
+enum class fence_raise {
+  /// A newer epoch holds the fence: a newer owner exists, and the caller gives the shard up.
+  /// (First, so that a value-initialised answer never claims the shard.)
+  superseded,
+  /// The fence is now at the requested epoch (raised, or already there).
+  raised,
+};
+
 /// Events to append atomically: all or none.
 struct append_request {
   std::string persistence_id;
@@ -26,6 +54,8 @@ struct append_request {
   sequence_nr expected_next = 1;
   std::vector<serialized> events;
   ownership_epoch epoch = 0;
+  /// The shard whose fence the append checks at `epoch`; empty: no shard fence (single node).
+  std::optional<fenced_shard> shard_fence;
 };
 
 /// A stored event.
@@ -53,6 +83,8 @@ struct snapshot_write {
   sequence_nr sequence = 0;
   serialized state;
   ownership_epoch epoch = 0;
+  /// The shard whose fence the save checks at `epoch`; empty: no shard fence.
+  std::optional<fenced_shard> shard_fence;
 };
 
 /// A stored snapshot.
@@ -73,6 +105,8 @@ struct state_write {
   revision_nr expected_revision = 0;
   serialized value;
   ownership_epoch epoch = 0;
+  /// The shard whose fence the write checks at `epoch`; empty: no shard fence.
+  std::optional<fenced_shard> shard_fence;
 };
 
 /// A stored durable state.
@@ -92,6 +126,9 @@ struct remember_update {
   std::vector<std::string> added;
   std::vector<std::string> removed;
   ownership_epoch epoch = 0;
+  /// When set, it must name this update's type and shard: the update then also checks that
+  /// shard's fence at `epoch`. Empty: no shard fence.
+  std::optional<fenced_shard> shard_fence;
 };
 
 /// What a plugin has written, to observe group commit.
@@ -148,5 +185,7 @@ void validate(const state_write& w);
 void validate(const state_delete& d);
 void validate(const remember_update& u);
 void validate(const remember_query& q);
+void validate(const fenced_shard& s);
+void validate(const shard_fence_raise& r);
 
 }  // namespace troupe::persistence

@@ -60,6 +60,7 @@ class memory_journal final : public journal {
   void do_append(append_request r, completion<sequence_nr> h) override {
     run<sequence_nr>(s_, std::move(h), [&] {
       s_.writes.fetch_add(1, std::memory_order_relaxed);
+      s_.check_owner_fence(r.shard_fence, r.epoch);
       s_.check_fence(r.persistence_id, r.epoch);
       auto& entry = s_.journals[r.persistence_id];
       if (r.expected_next != entry.highest + 1) {
@@ -123,6 +124,7 @@ class memory_snapshots final : public snapshot_store {
  protected:
   void do_save(snapshot_write w, void_completion h) override {
     run_write(s_, std::move(h), [&] {
+      s_.check_owner_fence(w.shard_fence, w.epoch);
       s_.check_fence(w.persistence_id, w.epoch);
       s_.snapshots[w.persistence_id][w.sequence] =
           snapshot_record{w.sequence, std::move(w.state), w.epoch};
@@ -163,6 +165,7 @@ class memory_durable_state final : public durable_state_store {
   void do_upsert(state_write w, completion<revision_nr> h) override {
     run<revision_nr>(s_, std::move(h), [&] {
       s_.writes.fetch_add(1, std::memory_order_relaxed);
+      s_.check_owner_fence(w.shard_fence, w.epoch);
       s_.check_fence(w.persistence_id, w.epoch);
       check_revision(w.persistence_id, w.expected_revision);
       revision_nr next = w.expected_revision + 1;
@@ -212,6 +215,7 @@ class memory_remember_entities final : public remember_entities_store {
   void do_update(remember_update u, void_completion h) override {
     run_write(s_, std::move(h), [&] {
       memory_storage::shard_key key{u.type_name, u.shard};
+      s_.check_owner_fence(u.shard_fence, u.epoch);
       s_.check_fence(key, u.epoch);
       auto& ids = s_.remembered[key];
       for (auto& id : u.added) ids.insert(std::move(id));
@@ -250,6 +254,14 @@ class memory_plugin final : public plugin {
   write_stats stats() const override {
     auto writes = storage_->writes.load(std::memory_order_relaxed);
     return {writes, writes};
+  }
+
+ protected:
+  void do_raise_shard_fence(shard_fence_raise r, completion<fence_raise> h) override {
+    run<fence_raise>(*storage_, std::move(h), [&] {
+      storage_->writes.fetch_add(1, std::memory_order_relaxed);
+      return storage_->raise_owner_fence(r.shard, r.epoch);
+    });
   }
 
  private:

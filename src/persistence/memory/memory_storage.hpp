@@ -6,9 +6,12 @@
 #include <troupe/persistence/errc.hpp>
 #include <troupe/persistence/records.hpp>
 
+#include "persistence/shard_fence_refusal.hpp"
+
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -46,6 +49,22 @@ class memory_storage {
     raise(shard_fences, shard, epoch);
   }
 
+  /// Throws errc::epoch_fenced unless the owner fence of `shard` (when the write names one) is
+  /// at `epoch`; call with the mutex held, before the write changes anything.
+  void check_owner_fence(const std::optional<fenced_shard>& shard, ownership_epoch epoch) const {
+    if (!shard) return;
+    auto it = owner_fences.find({shard->type_name, shard->shard});
+    auto fence = it == owner_fences.end() ? std::optional<ownership_epoch>{} : it->second;
+    if (fence != epoch) throw owner_fence_refusal(*shard, epoch, fence);
+  }
+  /// Raises the owner fence of `shard` to `epoch` unless a newer one holds it.
+  fence_raise raise_owner_fence(const fenced_shard& shard, ownership_epoch epoch) {
+    auto [it, added] = owner_fences.try_emplace({shard.type_name, shard.shard}, epoch);
+    if (!added && it->second > epoch) return fence_raise::superseded;
+    it->second = epoch;
+    return fence_raise::raised;
+  }
+
  private:
   template <class Key>
   static void check(const std::map<Key, ownership_epoch>& fences, const Key& key,
@@ -64,7 +83,10 @@ class memory_storage {
   }
 
   std::map<std::string, ownership_epoch> entity_fences;
+  // The remember-entities store's fence per shard, raised by its own writes.
   std::map<shard_key, ownership_epoch> shard_fences;
+  // The owners' shard fences, raised only by raise_owner_fence.
+  std::map<shard_key, ownership_epoch> owner_fences;
 };
 
 }  // namespace troupe::persistence

@@ -50,6 +50,14 @@ void delete_snapshots(write_session& s, const snapshot_delete& d);
 revision_nr upsert_state(write_session& s, const state_write& w);
 void delete_state(write_session& s, const state_delete& d);
 void update_remembered(write_session& s, const remember_update& u);
+/// Raises a shard's owner fence unless a newer one holds it (INSERT ... ON CONFLICT DO UPDATE
+/// ... WHERE epoch < $e RETURNING).
+fence_raise raise_shard_fence(write_session& s, const shard_fence_raise& r);
+/// Refuses (errc::epoch_fenced) a write naming a shard whose fence is not at `epoch`. It reads the
+/// fence FOR SHARE, so no raise commits before the write's transaction does; call it before the
+/// write changes anything.
+void check_owner_fence(pqxx::transaction_base& t, const std::optional<fenced_shard>& shard,
+                       ownership_epoch epoch);
 
 // -- writes, many in one go ------------------------------------------------------
 

@@ -51,6 +51,20 @@ void copy_events(write_session& s, const std::vector<const append_request*>& req
   copy.complete();
 }
 
+/// The refusal of a write whose shard fence is not at its epoch; null when it passes. One read
+/// per write that names a shard (single-node writes name none).
+std::exception_ptr owner_fence_refusal_of(write_session& s,
+                                          const std::optional<fenced_shard>& shard,
+                                          ownership_epoch epoch) {
+  try {
+    check_owner_fence(s.t, shard, epoch);
+  } catch (const persistence_error& e) {
+    if (e.value() != errc::epoch_fenced) throw;
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::vector<run_outcome> append_run(write_session& s,
@@ -64,6 +78,10 @@ std::vector<run_outcome> append_run(write_session& s,
   std::size_t accepted = 0;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const auto& r = *requests[i];
+    if (auto refusal = owner_fence_refusal_of(s, r.shard_fence, r.epoch)) {
+      out[i].refusal = refusal;
+      continue;
+    }
     auto& h = s.heads.get(s.t, r.persistence_id, true);
     if (r.epoch < h.fence) {
       out[i].refusal = std::make_exception_ptr(epoch_refusal(r.persistence_id, r.epoch, h.fence));
@@ -143,6 +161,10 @@ std::vector<run_outcome> upsert_run(write_session& s,
   } update, insert;
   for (std::size_t i = 0; i < writes.size(); ++i) {
     const auto& w = *writes[i];
+    if (auto refusal = owner_fence_refusal_of(s, w.shard_fence, w.epoch)) {
+      out[i].refusal = refusal;
+      continue;
+    }
     auto& h = s.heads.get(s.t, w.persistence_id, false);
     if (w.epoch < h.fence) {
       out[i].refusal = std::make_exception_ptr(epoch_refusal(w.persistence_id, w.epoch, h.fence));

@@ -66,6 +66,11 @@ void create_schema(pqxx::connection& c, const std::string& schema) {
       "CREATE TABLE IF NOT EXISTS shard_fences("
       "  type_name text COLLATE \"C\" NOT NULL, shard bigint NOT NULL,"
       "  epoch bigint NOT NULL DEFAULT 0, PRIMARY KEY(type_name, shard));"
+      // Per (entity type, shard): the owner's shard fence, raised only by raise_shard_fence. A
+      // schema of version 2 gains it on open (CREATE ... IF NOT EXISTS): nothing else changes.
+      "CREATE TABLE IF NOT EXISTS shard_owner_fences("
+      "  type_name text COLLATE \"C\" NOT NULL, shard bigint NOT NULL,"
+      "  epoch bigint NOT NULL, PRIMARY KEY(type_name, shard));"
       "CREATE TABLE IF NOT EXISTS remembered_entities("
       "  type_name text COLLATE \"C\" NOT NULL, shard bigint NOT NULL,"
       "  entity_id text COLLATE \"C\" NOT NULL, PRIMARY KEY(type_name, shard, entity_id));");
@@ -125,6 +130,15 @@ void prepare_statements(pqxx::connection& c) {
             "RETURNING epoch");
   p.prepare("set_shard_fence",
             "UPDATE shard_fences SET epoch = $3 WHERE type_name = $1 AND shard = $2");
+  // Raises an owner's shard fence; no row back: the fence was already there or above.
+  p.prepare("raise_owner_fence",
+            "INSERT INTO shard_owner_fences(type_name, shard, epoch) VALUES ($1, $2, $3) "
+            "ON CONFLICT (type_name, shard) DO UPDATE SET epoch = excluded.epoch "
+            "WHERE shard_owner_fences.epoch < excluded.epoch RETURNING epoch");
+  // Every write naming a shard reads its fence FOR SHARE: a raise waits for the write's
+  // transaction, and a write meeting a raise in progress reads the raised row once it commits.
+  p.prepare("owner_fence",
+            "SELECT epoch FROM shard_owner_fences WHERE type_name = $1 AND shard = $2 FOR SHARE");
   // -- journal
   p.prepare("insert_event",
             "INSERT INTO journal(pid_id, seq, type_name, version, payload, epoch) "

@@ -3,6 +3,7 @@
 #include "persistence/postgres/pg_operations.hpp"
 #include "persistence/postgres/pg_refusals.hpp"
 #include "persistence/postgres/pg_values.hpp"
+#include "persistence/shard_fence_refusal.hpp"
 
 #include <pqxx/except>
 #include <pqxx/result>
@@ -37,6 +38,7 @@ revision_nr stored_revision(pqxx::transaction_base& t, const std::string& pid) {
 }  // namespace
 
 sequence_nr append(write_session& s, const append_request& r) {
+  check_owner_fence(s.t, r.shard_fence, r.epoch);
   auto& h = check_fence(s, r.persistence_id, r.epoch, true);
   // The cache never knows more than the journal; when the caller does, read the journal again.
   if (r.expected_next > h.highest + 1) s.heads.reload_highest(s.t, h);
@@ -80,6 +82,7 @@ void delete_to(write_session& s, const delete_events_request& r) {
 }
 
 void save_snapshot(write_session& s, const snapshot_write& w) {
+  check_owner_fence(s.t, w.shard_fence, w.epoch);
   auto& h = check_fence(s, w.persistence_id, w.epoch);
   s.t.exec_prepared("save_snapshot", w.persistence_id, bigint(w.sequence),
                     w.state.manifest.type_name, static_cast<long long>(w.state.manifest.version),
@@ -94,6 +97,7 @@ void delete_snapshots(write_session& s, const snapshot_delete& d) {
 }
 
 revision_nr upsert_state(write_session& s, const state_write& w) {
+  check_owner_fence(s.t, w.shard_fence, w.epoch);
   auto& h = check_fence(s, w.persistence_id, w.epoch);
   revision_nr next = w.expected_revision + 1;
   // The statement checks the revision as it writes (the row lock orders concurrent writers).
@@ -130,6 +134,7 @@ void delete_state(write_session& s, const state_delete& d) {
 
 void update_remembered(write_session& s, const remember_update& u) {
   // A shard's fence row is locked by every update of its remembered ids: they are few.
+  check_owner_fence(s.t, u.shard_fence, u.epoch);
   auto shard = static_cast<long long>(u.shard);
   auto rows = s.t.exec_prepared("lock_shard", u.type_name, shard);
   auto fence = number(rows[0][0], "shard fence epoch");
@@ -141,6 +146,29 @@ void update_remembered(write_session& s, const remember_update& u) {
     s.t.exec_prepared("remember_remove", u.type_name, shard, text_array(u.removed));
   }
   if (u.epoch > fence) s.t.exec_prepared("set_shard_fence", u.type_name, shard, bigint(u.epoch));
+}
+
+void check_owner_fence(pqxx::transaction_base& t, const std::optional<fenced_shard>& shard,
+                       ownership_epoch epoch) {
+  if (!shard) return;
+  auto rows =
+      t.exec_prepared("owner_fence", shard->type_name, static_cast<long long>(shard->shard));
+  std::optional<ownership_epoch> fence;
+  if (!rows.empty()) fence = number(rows[0][0], "shard fence epoch");
+  if (fence != epoch) throw owner_fence_refusal(*shard, epoch, fence);
+}
+
+fence_raise raise_shard_fence(write_session& s, const shard_fence_raise& r) {
+  auto shard = static_cast<long long>(r.shard.shard);
+  auto epoch = bigint(r.epoch);
+  if (!s.t.exec_prepared("raise_owner_fence", r.shard.type_name, shard, epoch).empty()) {
+    return fence_raise::raised;
+  }
+  // Not raised: the row is there, at r.epoch already (idempotent) or above. The statement locked
+  // it, so this reads what it met.
+  auto rows = s.t.exec_prepared("owner_fence", r.shard.type_name, shard);
+  return number(rows[0][0], "shard fence epoch") == r.epoch ? fence_raise::raised
+                                                            : fence_raise::superseded;
 }
 
 }  // namespace troupe::persistence::pg

@@ -166,6 +166,14 @@ class postgres_plugin final : public plugin {
 
   write_stats stats() const override { return {writer_.tasks_run(), writer_.transactions()}; }
 
+ protected:
+  void do_raise_shard_fence(shard_fence_raise r, completion<fence_raise> h) override {
+    // Not a persistence id's write: it changes no cached fence (writes read shard fences anew).
+    writer_.submit(make_write_task<fence_raise>(
+        std::move(h), [r = std::move(r)](write_session& s) { return pg::raise_shard_fence(s, r); },
+        "", 0));
+  }
+
  private:
   // Declared before the stores so that they are destroyed after them: the writer is destroyed
   // last and finishes every queued write.

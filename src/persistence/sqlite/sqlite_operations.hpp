@@ -39,6 +39,8 @@ void delete_snapshots(write_session& s, const snapshot_delete& d);
 revision_nr upsert_state(write_session& s, const state_write& w);
 void delete_state(write_session& s, const state_delete& d);
 void update_remembered(write_session& s, const remember_update& u);
+/// Raises a shard's owner fence (scope 'o' of the fences table) unless a newer one holds it.
+fence_raise raise_shard_fence(write_session& s, const shard_fence_raise& r);
 
 /// Appends a run of requests: the checks in memory against the cached heads, in request order,
 /// then the events of the accepted ones with INSERTs of many rows each. Refusals are outcomes;

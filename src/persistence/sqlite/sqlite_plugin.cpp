@@ -151,6 +151,13 @@ class sqlite_plugin final : public plugin {
 
   write_stats stats() const override { return {writer_.tasks_run(), writer_.transactions()}; }
 
+ protected:
+  void do_raise_shard_fence(shard_fence_raise r, completion<fence_raise> h) override {
+    writer_.submit(make_task<write_task, fence_raise>(
+        std::move(h),
+        [r = std::move(r)](write_session& s) { return sqlite::raise_shard_fence(s, r); }));
+  }
+
  private:
   // Declared before the stores so that they are destroyed after them: the writer is destroyed
   // last and finishes every queued write.

@@ -1,9 +1,11 @@
 #include <troupe/persistence/errc.hpp>
 
+#include "persistence/shard_fence_refusal.hpp"
 #include "persistence/sqlite/sqlite_operations.hpp"
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,7 +13,8 @@ namespace troupe::persistence::sqlite {
 
 namespace {
 
-// Fences are keyed by scope: 'p' for a persistence id, 's' for a shard's remembered entities.
+// Fences are keyed by scope: 'p' for a persistence id, 's' for a shard's remembered entities,
+// 'o' for a shard's owner (the shard fence raised by raise_shard_fence).
 constexpr std::uint64_t max_integer = std::numeric_limits<std::int64_t>::max();
 
 ownership_epoch stored_fence(connection& c, const char* scope, const std::string& key) {
@@ -121,9 +124,25 @@ void insert_rows(connection& c, const std::vector<journal_row>& rows) {
   }
 }
 
-std::string shard_key(const remember_update& u) {
+std::string shard_key(const fenced_shard& shard) {
   // The shard number first: it holds no ':', so the key is injective.
-  return std::to_string(u.shard) + ":" + u.type_name;
+  return std::to_string(shard.shard) + ":" + shard.type_name;
+}
+
+std::optional<ownership_epoch> stored_owner_fence(connection& c, const fenced_shard& shard) {
+  auto s = c.prepare("SELECT epoch FROM fences WHERE scope = 'o' AND key = ?1");
+  s.bind(1, shard_key(shard));
+  if (!s.step()) return std::nullopt;
+  return s.unsigned_integer(0, "shard fence epoch", 0, max_integer);
+}
+
+/// Refuses a write naming a shard whose fence is not at `epoch`. The writer's transaction began
+/// IMMEDIATE, so no raise commits between this read and the write's commit.
+void check_owner_fence(connection& c, const std::optional<fenced_shard>& shard,
+                       ownership_epoch epoch) {
+  if (!shard) return;
+  auto fence = stored_owner_fence(c, *shard);
+  if (fence != epoch) throw owner_fence_refusal(*shard, epoch, fence);
 }
 
 revision_nr stored_revision(connection& c, const std::string& pid) {
@@ -145,6 +164,7 @@ void check_revision(connection& c, const std::string& pid, revision_nr expected)
 
 sequence_nr append(write_session& s, const append_request& r) {
   // A run of appends goes through append_run; this is an append alone (in a savepoint).
+  check_owner_fence(s.db, r.shard_fence, r.epoch);
   auto& head = s.heads.get(s.db, r.persistence_id);
   check_append(r, head);
   auto number = head.number != 0 ? head.number : number_id(s.db, r.persistence_id);
@@ -181,6 +201,7 @@ std::vector<group_commit::run_outcome> append_run(
     const auto& r = *requests[i];
     auto& head = s.heads.get(s.db, r.persistence_id);
     try {
+      check_owner_fence(s.db, r.shard_fence, r.epoch);
       check_append(r, head);
     } catch (const persistence_error&) {
       out[i].refusal = std::current_exception();
@@ -223,6 +244,7 @@ void delete_to(write_session& s, const delete_events_request& r) {
 }
 
 void save_snapshot(write_session& s, const snapshot_write& w) {
+  check_owner_fence(s.db, w.shard_fence, w.epoch);
   auto fence = check_pid_fence(s, w.persistence_id, w.epoch);
   s.db.prepare(
           "INSERT OR REPLACE INTO snapshots(pid, seq, type_name, version, payload, epoch) "
@@ -247,6 +269,7 @@ void delete_snapshots(write_session& s, const snapshot_delete& d) {
 }
 
 revision_nr upsert_state(write_session& s, const state_write& w) {
+  check_owner_fence(s.db, w.shard_fence, w.epoch);
   auto fence = check_pid_fence(s, w.persistence_id, w.epoch);
   check_revision(s.db, w.persistence_id, w.expected_revision);
   revision_nr next = w.expected_revision + 1;
@@ -272,7 +295,8 @@ void delete_state(write_session& s, const state_delete& d) {
 }
 
 void update_remembered(write_session& s, const remember_update& u) {
-  auto key = shard_key(u);
+  check_owner_fence(s.db, u.shard_fence, u.epoch);
+  auto key = shard_key(fenced_shard{u.type_name, u.shard});
   auto fence = check_fence(s.db, "s", key, "shard " + key, u.epoch);
   for (const auto& id : u.added) {
     s.db.prepare(
@@ -290,6 +314,20 @@ void update_remembered(write_session& s, const remember_update& u) {
         .run();
   }
   raise_fence(s.db, "s", key, fence, u.epoch);
+}
+
+fence_raise raise_shard_fence(write_session& s, const shard_fence_raise& r) {
+  auto fence = stored_owner_fence(s.db, r.shard);
+  if (fence && *fence > r.epoch) return fence_raise::superseded;
+  if (fence != r.epoch) {
+    s.db.prepare(
+            "INSERT INTO fences(scope, key, epoch) VALUES ('o', ?1, ?2) "
+            "ON CONFLICT(scope, key) DO UPDATE SET epoch = excluded.epoch")
+        .bind(1, shard_key(r.shard))
+        .bind_unsigned(2, r.epoch)
+        .run();
+  }
+  return fence_raise::raised;
 }
 
 }  // namespace troupe::persistence::sqlite

@@ -20,7 +20,7 @@ class StoreJournal : public store_test<Factory> {};
 TYPED_TEST_SUITE(StoreJournal, all_plugins, plugin_names);
 
 TYPED_TEST(StoreJournal, AppendsAndReadsBackEventsWithManifestPayloadAndEpoch) {
-  append_request r{"cart-1", 1, {value_of("added", 3), {{"test.empty", 1}, {}}}, 7};
+  append_request r{"cart-1", 1, {value_of("added", 3), {{"test.empty", 1}, {}}}, 7, std::nullopt};
   EXPECT_EQ(this->journal().async_append(r, use_future).get(), 2U);
   auto events = this->journal().async_read({"cart-1"}, use_future).get();
   ASSERT_EQ(events.size(), 2U);
@@ -43,9 +43,9 @@ TYPED_TEST(StoreJournal, ReadsARangeBoundedByFromToAndMaxCount) {
 
 TYPED_TEST(StoreJournal, RefusesAnAppendWithAStaleExpectedSequenceNumberAndWritesNothing) {
   this->append("p", 1, {"a", "b"});
-  append_request stale{"p", 2, {value_of("x"), value_of("y")}, 0};
+  append_request stale{"p", 2, {value_of("x"), value_of("y")}, 0, std::nullopt};
   EXPECT_EQ(error_of(this->journal().async_append(stale, use_future)), errc::sequence_conflict);
-  append_request gap{"p", 4, {value_of("x")}, 0};
+  append_request gap{"p", 4, {value_of("x")}, 0, std::nullopt};
   EXPECT_EQ(error_of(this->journal().async_append(gap, use_future)), errc::sequence_conflict);
   EXPECT_EQ(this->read_texts("p"), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(this->append("p", 3, {"c"}), 3U);
@@ -68,7 +68,7 @@ TYPED_TEST(StoreJournal, ConcurrentWritersNeverInterleaveTheirBatches) {
     threads.emplace_back([this, w, &successes] {
       for (int i = 0; i < attempts; ++i) {
         auto next = this->journal().async_highest_sequence_nr("shared", use_future).get() + 1;
-        append_request r{"shared", next, {}, 0};
+        append_request r{"shared", next, {}, 0, std::nullopt};
         for (int part = 0; part < 3; ++part) {
           r.events.push_back(
               value_of(std::to_string(w) + "/" + std::to_string(i) + "/" + std::to_string(part)));
@@ -111,17 +111,23 @@ TYPED_TEST(StoreJournal, ARefusedAppendInABurstFailsAloneAndTheOthersCommit) {
   auto queue_good = [&](int from, int to) {
     for (int i = from; i < to; ++i) {
       auto pid = "id-" + std::to_string(i);
-      good.push_back(this->journal().async_append({pid, 1, {value_of(pid)}, 0}, use_future));
+      good.push_back(
+          this->journal().async_append({pid, 1, {value_of(pid)}, 0, std::nullopt}, use_future));
     }
   };
   queue_good(0, 150);
-  auto stale = this->journal().async_append({"stale", 2, {value_of("x")}, 0}, use_future);
-  auto chain_1 = this->journal().async_append({"chain", 1, {value_of("c1")}, 0}, use_future);
-  auto fenced = this->journal().async_append({"fenced", 2, {value_of("x")}, 4}, use_future);
-  auto chain_2 =
-      this->journal().async_append({"chain", 2, {value_of("c2"), value_of("c3")}, 0}, use_future);
-  auto duplicate = this->journal().async_append({"chain", 2, {value_of("dup")}, 0}, use_future);
-  auto raising = this->journal().async_append({"fenced", 2, {value_of("f2")}, 6}, use_future);
+  auto stale =
+      this->journal().async_append({"stale", 2, {value_of("x")}, 0, std::nullopt}, use_future);
+  auto chain_1 =
+      this->journal().async_append({"chain", 1, {value_of("c1")}, 0, std::nullopt}, use_future);
+  auto fenced =
+      this->journal().async_append({"fenced", 2, {value_of("x")}, 4, std::nullopt}, use_future);
+  auto chain_2 = this->journal().async_append(
+      {"chain", 2, {value_of("c2"), value_of("c3")}, 0, std::nullopt}, use_future);
+  auto duplicate =
+      this->journal().async_append({"chain", 2, {value_of("dup")}, 0, std::nullopt}, use_future);
+  auto raising =
+      this->journal().async_append({"fenced", 2, {value_of("f2")}, 6, std::nullopt}, use_future);
   queue_good(150, 300);
 
   EXPECT_EQ(error_of(std::move(stale)), errc::sequence_conflict);
@@ -136,7 +142,8 @@ TYPED_TEST(StoreJournal, ARefusedAppendInABurstFailsAloneAndTheOthersCommit) {
   EXPECT_EQ(this->read_texts("fenced"), (std::vector<std::string>{"f1", "f2"}));
   EXPECT_EQ(this->read_texts("id-299"), (std::vector<std::string>{"id-299"}));
   // The fence rose with the last write, and a write at the old epoch is refused now.
-  EXPECT_EQ(error_of(this->journal().async_append({"fenced", 3, {value_of("x")}, 5}, use_future)),
+  EXPECT_EQ(error_of(this->journal().async_append({"fenced", 3, {value_of("x")}, 5, std::nullopt},
+                                                  use_future)),
             errc::epoch_fenced);
 }
 
@@ -147,19 +154,23 @@ TYPED_TEST(StoreJournal, DeletesUpToASequenceNumberAndKeepsTheHighest) {
   this->journal().async_delete_to({"p", max_sequence_nr, 0}, use_future).get();
   EXPECT_TRUE(this->read_texts("p").empty());
   EXPECT_EQ(this->journal().async_highest_sequence_nr("p", use_future).get(), 3U);
-  EXPECT_EQ(error_of(this->journal().async_append({"p", 1, {value_of("again")}, 0}, use_future)),
+  EXPECT_EQ(error_of(this->journal().async_append({"p", 1, {value_of("again")}, 0, std::nullopt},
+                                                  use_future)),
             errc::sequence_conflict);
   EXPECT_EQ(this->append("p", 4, {"d"}), 4U);
 }
 
 TYPED_TEST(StoreJournal, RefusesMalformedRequestsBeforeTheyReachTheStore) {
-  EXPECT_EQ(error_of(this->journal().async_append({"", 1, {value_of("a")}, 0}, use_future)),
+  EXPECT_EQ(
+      error_of(this->journal().async_append({"", 1, {value_of("a")}, 0, std::nullopt}, use_future)),
+      errc::invalid_request);
+  EXPECT_EQ(error_of(this->journal().async_append({"p", 1, {}, 0, std::nullopt}, use_future)),
             errc::invalid_request);
-  EXPECT_EQ(error_of(this->journal().async_append({"p", 1, {}, 0}, use_future)),
+  EXPECT_EQ(error_of(this->journal().async_append({"p", 0, {value_of("a")}, 0, std::nullopt},
+                                                  use_future)),
             errc::invalid_request);
-  EXPECT_EQ(error_of(this->journal().async_append({"p", 0, {value_of("a")}, 0}, use_future)),
-            errc::invalid_request);
-  EXPECT_EQ(error_of(this->journal().async_append({"p", 1, {{{"", 1}, {}}}, 0}, use_future)),
+  EXPECT_EQ(error_of(this->journal().async_append({"p", 1, {{{"", 1}, {}}}, 0, std::nullopt},
+                                                  use_future)),
             errc::invalid_request);
   EXPECT_EQ(error_of(this->journal().async_read({""}, use_future)), errc::invalid_request);
   EXPECT_EQ(this->journal().async_highest_sequence_nr("p", use_future).get(), 0U);

@@ -29,8 +29,8 @@ struct coroutine_outcome {
 /// Appends, then appends again at the same sequence number (a conflict), as an entity would.
 asio::awaitable<void> append_twice(persistence::journal* journal, coroutine_outcome* out) {
   // Requests built before the co_await: GCC 12 rejects a braced string literal inside one.
-  append_request first{std::string("p"), 1, {value_of("a")}, 0};
-  append_request again{std::string("p"), 1, {value_of("b")}, 0};
+  append_request first{std::string("p"), 1, {value_of("a")}, 0, std::nullopt};
+  append_request again{std::string("p"), 1, {value_of("b")}, 0, std::nullopt};
   out->written = co_await journal->async_append(std::move(first), asio::use_awaitable);
   out->completed_on = std::this_thread::get_id();
   try {
@@ -47,9 +47,9 @@ TYPED_TEST_SUITE(StorePlugin, all_plugins, plugin_names);
 TYPED_TEST(StorePlugin, KeepsEverythingAcrossReopening) {
   this->append("p", 1, {"a", "b"}, 3);
   this->journal().async_delete_to({"p", 1, 3}, use_future).get();
-  this->snapshots().async_save({"p", 2, value_of("snap"), 3}, use_future).get();
-  this->states().async_upsert({"s", 0, value_of("state"), 0}, use_future).get();
-  this->remembered().async_update({"cart", 7, {"a", "b"}, {}, 0}, use_future).get();
+  this->snapshots().async_save({"p", 2, value_of("snap"), 3, std::nullopt}, use_future).get();
+  this->states().async_upsert({"s", 0, value_of("state"), 0, std::nullopt}, use_future).get();
+  this->remembered().async_update({"cart", 7, {"a", "b"}, {}, 0, std::nullopt}, use_future).get();
 
   this->reopen();
 
@@ -59,7 +59,8 @@ TYPED_TEST(StorePlugin, KeepsEverythingAcrossReopening) {
   EXPECT_EQ(this->states().async_get("s", use_future).get()->revision, 1U);
   EXPECT_EQ(this->remembered().async_list({"cart", 7}, use_future).get(),
             (std::vector<std::string>{"a", "b"}));
-  EXPECT_EQ(error_of(this->journal().async_append({"p", 3, {value_of("x")}, 2}, use_future)),
+  EXPECT_EQ(error_of(this->journal().async_append({"p", 3, {value_of("x")}, 2, std::nullopt},
+                                                  use_future)),
             errc::epoch_fenced);
 }
 
@@ -84,7 +85,8 @@ TYPED_TEST(StorePlugin, GroupsConcurrentWritesIntoFewerTransactions) {
       std::vector<std::future<sequence_nr>> pending;
       for (int i = 0; i < per_thread; ++i) {
         auto pid = "entity-" + std::to_string(t) + "-" + std::to_string(i);
-        pending.push_back(this->journal().async_append({pid, 1, {value_of("e")}, 0}, use_future));
+        pending.push_back(
+            this->journal().async_append({pid, 1, {value_of("e")}, 0, std::nullopt}, use_future));
       }
       for (auto& f : pending) EXPECT_EQ(f.get(), 1U);
     });

@@ -64,7 +64,7 @@ class store_test : public ::testing::Test {
 
   sequence_nr append(const std::string& pid, sequence_nr next, std::vector<std::string> texts,
                      ownership_epoch epoch = 0) {
-    append_request r{pid, next, {}, epoch};
+    append_request r{pid, next, {}, epoch, std::nullopt};
     for (auto& t : texts) r.events.push_back(value_of(t));
     return journal().async_append(std::move(r), use_future).get();
   }

@@ -47,6 +47,10 @@ class entity_core {
   void resolve(actor_context& context, std::string persistence_id, std::shared_ptr<plugin> store,
                ownership_epoch epoch);
 
+  /// Takes the shard fence its shard hands it (entity_home::fence_epoch): when there is one, the
+  /// entity writes at that epoch and names its shard in every write. Call after resolve.
+  void adopt_shard_fence(const actor_context& context);
+
   /// Logs, tells the sender, marks the entity failed and stops it.
   void fail_persist(actor_context& context, const std::exception_ptr& failure,
                     const std::string& what);
@@ -59,6 +63,8 @@ class entity_core {
   std::string persistence_id_;
   std::shared_ptr<plugin> store_;
   ownership_epoch epoch_ = 0;
+  /// The shard every write names (its fence must be at epoch_); empty without a shard fence.
+  std::optional<fenced_shard> shard_fence_;
   bool recovered_ = false;
   bool failed_ = false;
   bool cancelling_ = false;
@@ -106,6 +112,8 @@ class entity_base : public basic_actor<Command>, protected entity_core {
     return persistence::get(this->context().system()).codecs();
   }
   /// The ownership epoch of this incarnation's writes; by default the extension's provider (0).
+  /// A shard fence epoch handed down by the entity's shard (entity_home::fence_epoch) replaces
+  /// it.
   [[nodiscard]] virtual ownership_epoch choose_epoch() const {
     return persistence::get(this->context().system()).epoch_for(this->context().entity());
   }
@@ -143,6 +151,7 @@ class entity_base : public basic_actor<Command>, protected entity_core {
   void pre_start() final {
     on_start();
     resolve(this->context(), make_persistence_id(), choose_plugin(), choose_epoch());
+    adopt_shard_fence(this->context());
     start_turn(recover());
   }
   void post_restart(const std::exception_ptr& /*reason*/) final { pre_start(); }

@@ -337,7 +337,10 @@ class region_actor final : public actor<region_message<M>> {
   void ensure_shard(shard_id shard, shard_entry& entry) {
     if (!entry.route->shard) {
       auto setup = std::make_shared<shard_setup<M>>();
-      setup->home = troupe::detail::entity_home{setup_->settings.type_name, shard, setup_->gate};
+      // No shard fence epoch: a single node owns every shard (the cluster layer will pass the
+      // allocation's epoch here once it has raised the shard's fence).
+      setup->home = troupe::detail::entity_home{setup_->settings.type_name, shard, setup_->gate,
+                                                std::nullopt};
       setup->id = shard;
       setup->spawn_entity = setup_->spawn_entity;
       setup->extract_entity_id = setup_->extract_entity_id;
