@@ -337,7 +337,8 @@ class region_actor final : public actor<region_message<M>> {
   void ensure_shard(shard_id shard, shard_entry& entry) {
     if (!entry.route->shard) {
       auto setup = std::make_shared<shard_setup<M>>();
-      setup->home = troupe::detail::entity_home{setup_->settings.type_name, shard, setup_->gate};
+      setup->home = troupe::detail::entity_home{setup_->settings.type_name, shard, setup_->gate,
+                                                &append_entity_child_name};
       setup->id = shard;
       setup->spawn_entity = setup_->spawn_entity;
       setup->extract_entity_id = setup_->extract_entity_id;
