@@ -112,7 +112,10 @@ actor_cell::~actor_cell() {
   }
 }
 
-void actor_cell::set_child_entity_home(const entity_home* home) { ext().child_home = home; }
+void actor_cell::set_child_entity_home(const entity_home* home) {
+  ext().child_home = home;
+  ext_->child_entity_name = home != nullptr ? home->append_entity_name : nullptr;
+}
 
 const entity_home* actor_cell::child_entity_home() const noexcept {
   return ext_ ? ext_->child_home : nullptr;
@@ -146,9 +149,11 @@ void actor_cell::append_name(std::string& out) const {
     out += label_;
     return;
   }
-  const entity_home* h = home();
-  if (h != nullptr && h->append_entity_name != nullptr) {
-    h->append_entity_name(out, label_);
+  // Through the parent cell (kept alive by parent_), not home(): the home lives in the shard's
+  // instance, which may be gone when a stopped entity's path is asked for.
+  const cell_extras* up = parent_ ? parent_->ext_.get() : nullptr;
+  if (up != nullptr && up->child_entity_name != nullptr) {
+    up->child_entity_name(out, label_);
   } else {
     out += label_;  // no scheme given (not spawned by sharding): the id itself
   }

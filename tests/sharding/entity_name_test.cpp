@@ -37,6 +37,11 @@ class mirror final : public troupe::actor<look> {
   }
 };
 
+/// Replies with its own ref.
+class keeper final : public troupe::actor<look> {
+  void receive(look& /*unused*/) override { context().reply(context().self_ref()); }
+};
+
 std::string look_at(troupe::actor_ref<look>& region, const std::string& id) {
   return region.ask<std::string>(look{id}, troupe::testkit::dilated(3s), troupe::use_future).get();
 }
@@ -75,6 +80,28 @@ TEST(EntityName, IsBuiltFromTheIdForIdsLongerThanTheInlineBufferAndWithEscapes) 
   std::vector<std::string> expected = ids;
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(listed, expected);
+}
+
+TEST(EntityName, OfAStoppedEntityOutlivesItsShardsInstance) {
+  // A ref kept after its system is gone (a dead letter's sender, a log line) still gives the
+  // path: the name is built through the parent cell the entity keeps alive, not through the
+  // shard's instance, which is destroyed with its state.
+  const std::string id = "1b4e28ba-2fa1-11d2-883f-0016d3cca427/x";
+  troupe::untyped_ref kept;
+  {
+    troupe::actor_system system(troupe::system_config{}.with_workers(2));
+    auto region = cluster_sharding::get(system).start(
+        sharding_options<look>::create()
+            .with_type_name("keeper")
+            .with_entity<keeper>()
+            .with_extract_entity_id([](const look& l) { return l.id; }));
+    kept =
+        region.ask<troupe::untyped_ref>(look{id}, troupe::testkit::dilated(3s), troupe::use_future)
+            .get();
+  }
+  EXPECT_EQ(kept.path(), "/system/cluster/sharding/region-keeper/shard-" +
+                             std::to_string(troupe::sharding::shard_of(id, 64)) + "/" +
+                             entity_child_name(id));
 }
 
 }  // namespace
