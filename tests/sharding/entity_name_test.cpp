@@ -4,6 +4,7 @@
 #include <troupe/sharding/cluster_sharding.hpp>
 #include <troupe/sharding/entity_path.hpp>
 #include <troupe/testkit/deterministic.hpp>
+#include <troupe/testkit/test_probe.hpp>
 
 #include <gtest/gtest.h>
 
