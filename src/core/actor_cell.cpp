@@ -92,9 +92,11 @@ actor_cell* constructing_cell() noexcept { return tls_constructing; }
 
 // -- construction -------------------------------------------------------------------------------
 
-actor_cell::actor_cell(system_impl& system, intrusive_ptr<actor_cell> parent, std::string&& name,
-                       const mailbox_config& mailbox)
-    : system_(system), parent_(std::move(parent)), name_(std::move(name)) {
+actor_cell::actor_cell(system_impl& system, intrusive_ptr<actor_cell> parent, std::string&& label,
+                       const mailbox_config& mailbox, label_kind kind)
+    : label_kind_(kind), system_(system), parent_(std::move(parent)), label_(std::move(label)) {
+  // A sharded entity's name is unique by construction (its shard's index of ids says so).
+  if (kind == label_kind::entity_id) unindexed_name_ = true;
   if (mailbox.capacity > 0) {
     ext_ = std::make_unique<cell_extras>();
     ext_->bounded = std::make_unique<bounded_mailbox>(mailbox.capacity, mailbox.overflow);
@@ -114,7 +116,10 @@ actor_cell::~actor_cell() {
   }
 }
 
-void actor_cell::set_child_entity_home(const entity_home* home) { ext().child_home = home; }
+void actor_cell::set_child_entity_home(const entity_home* home) {
+  ext().child_home = home;
+  ext_->child_entity_name = home != nullptr ? home->append_entity_name : nullptr;
+}
 
 const entity_home* actor_cell::child_entity_home() const noexcept {
   return ext_ ? ext_->child_home : nullptr;
@@ -136,23 +141,53 @@ cell_extras& actor_cell::ext() {
   return *ext_;
 }
 
+std::string actor_cell::name() const {
+  if (label_kind_ == label_kind::name) return label_;
+  std::string out;
+  append_name(out);
+  return out;
+}
+
+void actor_cell::append_name(std::string& out) const {
+  if (label_kind_ == label_kind::name) {
+    out += label_;
+    return;
+  }
+  // Through the parent cell (kept alive by parent_), not home(): the home lives in the shard's
+  // instance, which may be gone when a stopped entity's path is asked for.
+  const cell_extras* up = parent_ ? parent_->ext_.get() : nullptr;
+  if (up != nullptr && up->child_entity_name != nullptr) {
+    up->child_entity_name(out, label_);
+  } else {
+    out += label_;  // no scheme given (not spawned by sharding): the id itself
+  }
+}
+
+bool actor_cell::has_name(std::string_view name) const {
+  if (label_kind_ == label_kind::name) return label_ == name;
+  // An entity's name is at least as long as its id: most mismatches need no name built.
+  return name.size() >= label_.size() && this->name() == name;
+}
+
 std::string actor_cell::path() const {
-  if (!parent_) return "/" + name_;
-  std::string p = parent_->path();
+  std::string p;
+  if (parent_) p = parent_->path();
   p += '/';
-  p += name_;
+  append_name(p);
   return p;
 }
 
 system_impl* actor_cell::owner() const noexcept { return &system_; }
 
 void actor_cell::start() {
-  if (name_.empty()) {
-    name_ = system_.anonymous_name();
+  if (label_kind_ == label_kind::entity_id) {
+    // The name is built from the id by the sharding layer's scheme: valid by construction.
+  } else if (label_.empty()) {
+    label_ = system_.anonymous_name();
   } else {
-    if (name_[0] == '$' || name_ == "." || name_ == ".." ||
-        !std::all_of(name_.begin(), name_.end(), valid_name_char)) {
-      throw error(errc::invalid_actor_name, "invalid actor name '" + name_ +
+    if (label_[0] == '$' || label_ == "." || label_ == ".." ||
+        !std::all_of(label_.begin(), label_.end(), valid_name_char)) {
+      throw error(errc::invalid_actor_name, "invalid actor name '" + label_ +
                                                 "': use [A-Za-z0-9_-.@:+~], not starting with '$'");
     }
   }
@@ -160,17 +195,17 @@ void actor_cell::start() {
     std::lock_guard lock(system_.children_lock(parent_.get()));
     if (parent_->children_closed_) {
       throw error(errc::recipient_terminated,
-                  "cannot spawn '" + name_ + "': parent " + parent_->path() + " is stopping");
+                  "cannot spawn '" + name() + "': parent " + parent_->path() + " is stopping");
     }
     // Generated names ('$...') are unique by construction, and so are names the spawner vouches
     // for; only other chosen names need the index. (We hold the parent's children lock, so its
     // extras, which hold its children, are created here, not via ext().)
-    const bool indexed = name_[0] != '$' && !unindexed_name_;
+    const bool indexed = !unindexed_name_ && label_[0] != '$';
     if (!parent_->ext_) parent_->ext_ = std::make_unique<cell_extras>();
     if (unindexed_name_) parent_->ext_->has_unindexed_children = true;
-    if (indexed && !parent_->ext_->named_children.emplace(name_, this).second) {
+    if (indexed && !parent_->ext_->named_children.emplace(label_, this).second) {
       throw error(errc::actor_name_taken,
-                  "actor name '" + name_ + "' is taken under " + parent_->path());
+                  "actor name '" + label_ + "' is taken under " + parent_->path());
     }
     next_sibling_ = parent_->ext_->first_child;
     if (next_sibling_ != nullptr) next_sibling_->prev_sibling_ = this;

@@ -42,7 +42,7 @@ void actor_cell::handle_child_failed(actor_cell& child, std::exception_ptr error
       d = directive::stop;  // nobody above a guardian: stop the child
     } else {
       ext().escalated.emplace_back(&child);
-      fail(error, "(escalated from child " + child.name_ + ")");
+      fail(error, "(escalated from child " + child.name() + ")");
       return;
     }
   }
@@ -205,11 +205,11 @@ void actor_cell::finish_termination() noexcept {
   drain_to_dead_letters("recipient terminated");
   // Free the name before any watcher hears of the death, so it can be reused at once (the
   // parent unlinks us from its children later, when it handles child_terminated_message).
-  if (parent_ && name_[0] != '$' && !unindexed_name_) {
+  if (parent_ && !unindexed_name_ && label_[0] != '$') {
     std::lock_guard lock(system_.children_lock(parent_.get()));
     if (parent_->ext_) {
       auto& named = parent_->ext_->named_children;
-      auto it = named.find(name_);
+      auto it = named.find(label_);
       if (it != named.end() && it->second == this) named.erase(it);
     }
   }
@@ -237,8 +237,8 @@ void actor_cell::handle_child_terminated(actor_cell& child) {
     }
     if (child.next_sibling_ != nullptr) child.next_sibling_->prev_sibling_ = child.prev_sibling_;
     child.next_sibling_ = child.prev_sibling_ = nullptr;
-    if (ext_ && child.name_[0] != '$' && !child.unindexed_name_) {
-      auto it = ext_->named_children.find(child.name_);
+    if (ext_ && !child.unindexed_name_ && child.label_[0] != '$') {
+      auto it = ext_->named_children.find(child.label_);
       if (it != ext_->named_children.end() && it->second == &child) ext_->named_children.erase(it);
     }
     none_left = first_child() == nullptr;
@@ -267,7 +267,7 @@ intrusive_ptr<actor_cell> actor_cell::child(std::string_view name) const {
   std::lock_guard lock(system_.children_lock(this));
   if (!name.empty() && name[0] == '$') {
     for (actor_cell* c = first_child(); c != nullptr; c = c->next_sibling_) {
-      if (c->name_ == name) return intrusive_ptr<actor_cell>(c);
+      if (c->has_name(name)) return intrusive_ptr<actor_cell>(c);
     }
     return nullptr;
   }
@@ -276,7 +276,7 @@ intrusive_ptr<actor_cell> actor_cell::child(std::string_view name) const {
   if (it != ext_->named_children.end()) return intrusive_ptr<actor_cell>(it->second);
   if (ext_->has_unindexed_children) {
     for (actor_cell* c = first_child(); c != nullptr; c = c->next_sibling_) {
-      if (c->unindexed_name_ && c->name_ == name && !c->is_terminated()) {
+      if (c->unindexed_name_ && c->has_name(name) && !c->is_terminated()) {
         return intrusive_ptr<actor_cell>(c);
       }
     }

@@ -83,6 +83,10 @@ struct cell_extras {
 
   // sharding: the home of the entities this cell spawns
   const entity_home* child_home = nullptr;
+  // child_home's naming scheme, kept here as well: an entity builds its name (its path, in a
+  // log line or a dead letter) through its parent cell, which it keeps alive, even after the
+  // shard's instance, and with it the home, is gone.
+  void (*child_entity_name)(std::string& out, std::string_view entity_id) = nullptr;
 
   // a bounded mailbox (created with the cell, before anyone else can see it)
   std::unique_ptr<bounded_mailbox> bounded;

@@ -13,10 +13,9 @@ bool kept_verbatim(unsigned char c) {
          c == '-' || c == '.' || c == '@' || c == ':' || c == '+';
 }
 
-std::string prefixed_and_escaped(std::string_view prefix, std::string_view raw) {
+void append_prefixed_and_escaped(std::string& name, std::string_view prefix, std::string_view raw) {
   static constexpr char hex[] = "0123456789ABCDEF";
-  std::string name;
-  name.reserve(prefix.size() + raw.size());
+  name.reserve(name.size() + prefix.size() + raw.size());
   name.append(prefix);
   for (const char ch : raw) {
     const auto c = static_cast<unsigned char>(ch);
@@ -28,6 +27,11 @@ std::string prefixed_and_escaped(std::string_view prefix, std::string_view raw) 
       name.append(escape, sizeof escape);
     }
   }
+}
+
+std::string prefixed_and_escaped(std::string_view prefix, std::string_view raw) {
+  std::string name;
+  append_prefixed_and_escaped(name, prefix, raw);
   return name;
 }
 
@@ -35,6 +39,10 @@ std::string prefixed_and_escaped(std::string_view prefix, std::string_view raw) 
 
 std::string entity_child_name(std::string_view entity_id) {
   return prefixed_and_escaped("entity-", entity_id);
+}
+
+void append_entity_child_name(std::string& out, std::string_view entity_id) {
+  append_prefixed_and_escaped(out, "entity-", entity_id);
 }
 
 std::string shard_child_name(shard_id shard) { return "shard-" + std::to_string(shard); }

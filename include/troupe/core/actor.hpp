@@ -61,10 +61,11 @@ actor_ref<typename A::message_type> spawn_actor(actor_cell& parent, spawn_option
                                                    std::move(options.name), options.mailbox,
                                                    std::move(factory));
   } else if (kind == spawned_as::sharded_entity) {
-    // Sharding: the parent (a shard) holds the home.
-    cell = new entity_cell_of<A, decltype(factory)>(
-        parent.system(), intrusive_ptr(&parent), std::move(options.name), options.mailbox,
-        std::move(factory), std::move(options.entity->entity_id));
+    // Sharding: the parent (a shard) holds the home, and with it how the entity's name is
+    // built from its id (options.name is not used: the cell keeps the id only).
+    cell = new entity_cell_of<A, decltype(factory)>(parent.system(), intrusive_ptr(&parent),
+                                                    options.mailbox, std::move(factory),
+                                                    std::move(options.entity->entity_id));
   } else {
     cell = new standalone_entity_cell_of<A, decltype(factory)>(
         parent.system(), intrusive_ptr(&parent), std::move(options.name), options.mailbox,
@@ -120,7 +121,8 @@ class actor_context {
     auto* p = cell().parent();
     return p ? untyped_ref(intrusive(*p)) : untyped_ref();
   }
-  [[nodiscard]] const std::string& name() const { return cell().name(); }
+  /// This actor's name (a sharded entity's is built from its id on each call).
+  [[nodiscard]] std::string name() const { return cell().name(); }
   [[nodiscard]] std::string path() const { return cell().path(); }
   [[nodiscard]] actor_system& system() const;
   [[nodiscard]] troupe::clock& clock() const;

@@ -33,6 +33,9 @@ struct entity_home {
   std::string type_name;
   std::uint32_t shard_id = 0;
   std::shared_ptr<concurrency_gate> gate;  // null: no cap
+  /// Appends the actor name of the entity `entity_id` to `out` (the sharding layer's scheme):
+  /// an entity's cell keeps only its id and builds its name with this when asked.
+  void (*append_entity_name)(std::string& out, std::string_view entity_id) = nullptr;
   /// The epoch of the shard's allocation once its owner raised the shard's fence to it (the
   /// cluster layer sets it); persistent entities then write at that epoch and name the shard, so
   /// the stores refuse them once a newer owner raises the fence. Empty on a single node: writes

@@ -19,6 +19,10 @@ namespace troupe::sharding {
 /// of the byte's value ("user/42" -> "entity-user~002F42").
 [[nodiscard]] std::string entity_child_name(std::string_view entity_id);
 
+/// Appends entity_child_name(entity_id) to `out` (an entity's cell keeps only its id and builds
+/// its name, and the path segment, with this when asked).
+void append_entity_child_name(std::string& out, std::string_view entity_id);
+
 /// The child name of shard `shard` in its region: "shard-<n>" in decimal.
 [[nodiscard]] std::string shard_child_name(shard_id shard);
 

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace troupe {
@@ -47,8 +48,12 @@ class actor_cell : public actor_target {
     dead = 4u,       // terminated: whatever arrives drains to dead letters
   };
 
-  actor_cell(system_impl& system, intrusive_ptr<actor_cell> parent, std::string&& name,
-             const mailbox_config& mailbox);
+  /// What the cell's label is: the actor's name, or (a sharded entity) its id, from which
+  /// the name is built when asked for, so that an entity keeps one copy of its id.
+  enum class label_kind : std::uint8_t { name, entity_id };
+
+  actor_cell(system_impl& system, intrusive_ptr<actor_cell> parent, std::string&& label,
+             const mailbox_config& mailbox, label_kind kind = label_kind::name);
   ~actor_cell() override;
 
   // -- actor_target (any thread) ---------------------------------------------------------------
@@ -65,7 +70,10 @@ class actor_cell : public actor_target {
   }
 
   // -- identity --------------------------------------------------------------------------------
-  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  /// The actor's name; a sharded entity's is built from its id and its home on each call.
+  [[nodiscard]] std::string name() const;
+  /// Appends the name to `out` (paths are built this way).
+  void append_name(std::string& out) const;
   [[nodiscard]] actor_cell* parent() const noexcept { return parent_.get(); }
   [[nodiscard]] system_impl& system() const noexcept { return system_; }
   /// The entity id it was spawned with; null for ordinary actors.
@@ -178,6 +186,10 @@ class actor_cell : public actor_target {
   // before any of them exists and never changes).
   [[nodiscard]] const entity_home* child_entity_home() const noexcept;
 
+ protected:
+  /// The name, or a sharded entity's id (see label_kind).
+  [[nodiscard]] const std::string& label() const noexcept { return label_; }
+
  private:
   void dead_letter(envelope_base* e, std::error_code code, std::string reason) noexcept;
   timer_id arm_timer(const std::string& key, const timer_entry& entry);
@@ -187,6 +199,8 @@ class actor_cell : public actor_target {
   // A bounded mailbox's state, or null; read from any thread (ext_ of a bounded cell is set
   // before the cell is shared and never replaced).
   [[nodiscard]] bounded_mailbox* bounded() const noexcept;
+  // Whether the actor's name is `name` (without building an entity's name when it cannot be).
+  [[nodiscard]] bool has_name(std::string_view name) const;
   [[nodiscard]] bool user_messages_allowed() const noexcept;
   void update_suspended() noexcept;
 
@@ -195,6 +209,7 @@ class actor_cell : public actor_target {
   bool children_closed_ = false;  // no more spawns: we are stopping (guarded by children lock)
   bool unindexed_name_ = false;   // not in the parent's name index (unique by construction)
   bool bounded_ = false;          // ext_->bounded exists (set before the cell is shared)
+  label_kind label_kind_;         // what label_ holds
   // Fresh wake-ups left that keep the actor's place in line, refilled by every turn that ends
   // with a backlog (a full batch, the whole budget). A hot key drains its mailbox now and then
   // while the shard that feeds it catches up; woken again, it must not wait behind every actor
@@ -205,7 +220,8 @@ class actor_cell : public actor_target {
   std::atomic<system_message*> system_inbox_{nullptr};
   system_impl& system_;
   intrusive_ptr<actor_cell> parent_;
-  std::string name_;
+  // The name, or a sharded entity's id (label_kind_): one string either way.
+  std::string label_;
   actor_base* actor_ = nullptr;
   // A coroutine handler's message (and with it its sender), kept until it ends (reply(),
   // failure logs).
@@ -226,9 +242,10 @@ actor_cell* constructing_cell() noexcept;
 template <class A, class Factory>
 class actor_cell_of : public actor_cell {
  public:
-  actor_cell_of(system_impl& system, intrusive_ptr<actor_cell> parent, std::string&& name,
-                const mailbox_config& mailbox, Factory&& factory)
-      : actor_cell(system, std::move(parent), std::move(name), mailbox),
+  actor_cell_of(system_impl& system, intrusive_ptr<actor_cell> parent, std::string&& label,
+                const mailbox_config& mailbox, Factory&& factory,
+                label_kind kind = label_kind::name)
+      : actor_cell(system, std::move(parent), std::move(label), mailbox, kind),
         factory_(std::move(factory)) {}
 
  protected:
@@ -258,24 +275,20 @@ class actor_cell_of : public actor_cell {
   alignas(A) unsigned char storage_[sizeof(A)];
 };
 
-/// A cell for a sharded entity: the same, plus its id; its home is its shard's (ordinary
-/// actors pay nothing).
+/// A cell for a sharded entity: the same, with its id as its label (its name, built from the id
+/// by its home's scheme, is not stored); its home is its shard's (ordinary actors pay nothing).
 template <class A, class Factory>
 class entity_cell_of final : public actor_cell_of<A, Factory> {
  public:
-  entity_cell_of(system_impl& system, intrusive_ptr<actor_cell> parent, std::string&& name,
+  entity_cell_of(system_impl& system, intrusive_ptr<actor_cell> parent,
                  const mailbox_config& mailbox, Factory&& factory, std::string&& entity_id)
-      : actor_cell_of<A, Factory>(system, std::move(parent), std::move(name), mailbox,
-                                  std::move(factory)),
-        entity_id_(std::move(entity_id)) {}
+      : actor_cell_of<A, Factory>(system, std::move(parent), std::move(entity_id), mailbox,
+                                  std::move(factory), actor_cell::label_kind::entity_id) {}
 
-  [[nodiscard]] const std::string* entity_id() const noexcept override { return &entity_id_; }
+  [[nodiscard]] const std::string* entity_id() const noexcept override { return &this->label(); }
   [[nodiscard]] const entity_home* home() const noexcept override {
     return this->parent()->child_entity_home();
   }
-
- private:
-  std::string entity_id_;
 };
 
 /// An entity spawned on its own (spawn_options::with_entity, in tests): it keeps its home.

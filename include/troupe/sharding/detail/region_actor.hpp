@@ -340,7 +340,7 @@ class region_actor final : public actor<region_message<M>> {
       // No shard fence epoch: a single node owns every shard (the cluster layer will pass the
       // allocation's epoch here once it has raised the shard's fence).
       setup->home = troupe::detail::entity_home{setup_->settings.type_name, shard, setup_->gate,
-                                                std::nullopt};
+                                                &append_entity_child_name, std::nullopt};
       setup->id = shard;
       setup->spawn_entity = setup_->spawn_entity;
       setup->extract_entity_id = setup_->extract_entity_id;

@@ -317,7 +317,9 @@ class shard_actor final : public basic_actor<shard_message<M>> {
   const actor_ref<M>* start(const std::string& id, const char* what) {
     std::optional<actor_ref<M>> ref;
     try {
-      spawn_options options(entity_child_name(id));
+      // No name: the entity's cell keeps only its id and builds its name ("entity-<escaped
+      // id>", entity_child_name) from it, with the scheme in its home, when asked.
+      spawn_options options;
       options.with_unique_name();  // one incarnation per id at a time: this index says so
       // No home in the tag: the entity finds its home here, in its parent (8 bytes less each).
       options.with_entity(troupe::detail::entity_tag{id, nullptr});
