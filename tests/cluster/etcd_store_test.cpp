@@ -261,7 +261,8 @@ TEST_F(etcd_store_test, put_then_range_reads_keys_in_order_with_their_revisions)
   EXPECT_TRUE(b.value.succeeded);
   const auto a = put("a", std::string("\0\xff binary", 9));
   ASSERT_FALSE(a.ec) << a.ec.message();
-  EXPECT_EQ(a.value.header_revision, b.value.header_revision + 1);
+  // Other tests share this etcd (ctest -j2), so revisions only grow; they need not be adjacent.
+  EXPECT_GT(a.value.header_revision, b.value.header_revision);
 
   const auto r = range(all());
   ASSERT_FALSE(r.ec) << r.ec.message();
@@ -304,7 +305,9 @@ TEST_F(etcd_store_test, txn_runs_the_branch_its_compares_choose) {
   ASSERT_EQ(second.value.ranges[0].size(), 1U);
   EXPECT_EQ(second.value.ranges[0][0].value, "first");
   EXPECT_EQ(second.value.ranges[0][0].mod_revision, first.value.header_revision);
-  EXPECT_EQ(second.value.header_revision, first.value.header_revision);  // nothing written
+  // Nothing written: the key kept its revision (checked above); the store's own revision may
+  // have moved with other tests' writes to this shared etcd.
+  EXPECT_GE(second.value.header_revision, first.value.header_revision);
 
   // Every target and relation, each holding (success) and not (failure).
   const revision rev = first.value.header_revision;
@@ -349,7 +352,7 @@ TEST_F(etcd_store_test, txn_runs_the_branch_its_compares_choose) {
   del.success.push_back(delete_op{all()});
   const auto deleted = txn(std::move(del));
   ASSERT_FALSE(deleted.ec);
-  EXPECT_EQ(deleted.value.header_revision, moved.value.header_revision + 1);
+  EXPECT_GT(deleted.value.header_revision, moved.value.header_revision);
   EXPECT_TRUE(range(all()).value.kvs.empty());
 }
 
