@@ -7,6 +7,7 @@
 
 #include <poll.h>
 
+#include <mutex>
 #include <regex>
 
 namespace troupe::persistence::pg {
@@ -45,6 +46,11 @@ bool input_waiting(const pqxx::connection& c) noexcept {
 pqxx::connection& session::get() {
   if (connection_ && connection_->is_open() && !input_waiting(*connection_)) return *connection_;
   connection_.reset();
+  // libpqxx 6.4 writes process-wide state while a connection is set up (ThreadSanitizer saw two
+  // plugins opening at once write and read the same bytes inside libpqxx): set up one at a
+  // time. Opening is rare (start and reconnect), so the wait costs nothing on the write path.
+  static std::mutex setup_mutex;
+  const std::lock_guard setup_lock(setup_mutex);
   try {
     auto c = std::make_unique<pqxx::connection>(settings_.url);
     {
