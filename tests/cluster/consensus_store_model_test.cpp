@@ -5,6 +5,7 @@
 #include <troupe/core/clock.hpp>
 
 #include "consensus_store_conformance.hpp"
+#include "support/manual_time.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
@@ -32,17 +33,7 @@ class model_environment final : public store_environment {
     return etcd_.client(io_.get_executor());
   }
 
-  void let_time_pass(duration d) override {
-    const time_point target = clock_->now() + d;
-    poll();
-    while (auto next = clock_->next_deadline()) {
-      if (*next > target) break;
-      clock_->advance(std::max(*next - clock_->now(), duration::zero()));
-      poll();
-    }
-    clock_->advance(target - clock_->now());
-    poll();
-  }
+  void let_time_pass(duration d) override { test_time::let_time_pass(*clock_, io_, d); }
 
   bool run_until(const std::function<bool()>& done, duration timeout) override {
     const time_point deadline = clock_->now() + timeout;
@@ -64,10 +55,7 @@ class model_environment final : public store_environment {
     return std::nullopt;
   }
 
-  void poll() {
-    io_.restart();
-    io_.poll();
-  }
+  void poll() { test_time::poll(io_); }
 
   manual_clock& clock() { return *clock_; }
   in_process_etcd& etcd() { return etcd_; }

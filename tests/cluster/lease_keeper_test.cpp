@@ -7,6 +7,8 @@
 #include <troupe/cluster/membership/in_process_store.hpp>
 #include <troupe/core/clock.hpp>
 
+#include "support/manual_time.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
@@ -65,23 +67,10 @@ class scripted_store final : public consensus_store {
 
 class lease_keeper_test : public ::testing::Test {
  protected:
-  void poll() {
-    io_.restart();
-    io_.poll();
-  }
+  void poll() { test_time::poll(io_); }
 
   /// Moves the clock by `d`, running due timers and the work they post at each step.
-  void let_time_pass(duration d) {
-    const time_point target = clock_->now() + d;
-    poll();
-    while (auto next = clock_->next_deadline()) {
-      if (*next > target) break;
-      clock_->advance(std::max(*next - clock_->now(), duration::zero()));
-      poll();
-    }
-    clock_->advance(target - clock_->now());
-    poll();
-  }
+  void let_time_pass(duration d) { test_time::let_time_pass(*clock_, io_, d); }
 
   std::shared_ptr<lease_keeper> start_scripted(lease_keeper_options options = {}) {
     store_ = std::make_shared<scripted_store>(io_.get_executor());

@@ -7,6 +7,8 @@
 #include <troupe/cluster/membership/in_process_store.hpp>
 #include <troupe/core/clock.hpp>
 
+#include "support/manual_time.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
 
@@ -24,22 +26,9 @@ using kind = member_change::kind;
 
 class members_test : public ::testing::Test {
  protected:
-  void poll() {
-    io_.restart();
-    io_.poll();
-  }
+  void poll() { test_time::poll(io_); }
 
-  void let_time_pass(duration d) {
-    const time_point target = clock_->now() + d;
-    poll();
-    while (auto next = clock_->next_deadline()) {
-      if (*next > target) break;
-      clock_->advance(std::max(*next - clock_->now(), duration::zero()));
-      poll();
-    }
-    clock_->advance(target - clock_->now());
-    poll();
-  }
+  void let_time_pass(duration d) { test_time::let_time_pass(*clock_, io_, d); }
 
   lease_id grant(consensus_store& store, duration ttl = 60s) {
     lease_id id = 0;

@@ -1,0 +1,33 @@
+#pragma once
+// Time for single-threaded cluster tests: a manual clock and an io_context polled on the test
+// thread, so every timer and every handler runs in a fixed order.
+
+#include <troupe/core/clock.hpp>
+
+#include <boost/asio/io_context.hpp>
+
+#include <algorithm>
+
+namespace troupe::cluster::test_time {
+
+/// Runs every handler that is ready now.
+inline void poll(boost::asio::io_context& io) {
+  io.restart();
+  io.poll();
+}
+
+/// Moves `clock` by `d`, stopping at each deadline on the way to run what falls due and the
+/// handlers it posts.
+inline void let_time_pass(manual_clock& clock, boost::asio::io_context& io, duration d) {
+  const time_point target = clock.now() + d;
+  poll(io);
+  while (auto next = clock.next_deadline()) {
+    if (*next > target) break;
+    clock.advance(std::max(*next - clock.now(), duration::zero()));
+    poll(io);
+  }
+  clock.advance(target - clock.now());
+  poll(io);
+}
+
+}  // namespace troupe::cluster::test_time
