@@ -21,11 +21,6 @@ class container final : public actor<std::monostate> {
   void receive(std::monostate& /*unused*/) override {}
 };
 
-troupe::detail::actor_cell& cell_of(const untyped_ref& ref) {
-  // Only used on refs this file spawned: always local cells.
-  return static_cast<troupe::detail::actor_cell&>(*ref.target());
-}
-
 /// Waits for an introspection reply. With manual scheduling nobody else runs the actors that
 /// answer, so this thread runs them while it waits; the deadline is real time either way.
 template <class T>

@@ -184,6 +184,38 @@ TEST(ClusterSharding, IdleEntitiesArePassivatedOnTheSystemClock) {
   EXPECT_EQ(events.expect_message(), "stop idle: x");
 }
 
+// The shard keeps each entity's idle stamp in one byte of its cell: ticks count modulo 256. A
+// busy entity is never passivated and an idle one always is, on either side of the wrap.
+TEST(ClusterSharding, IdleStampsHoldAcrossTheWrapOfTheTickCounter) {
+  troupe::testkit::deterministic_system ds;
+  test_probe<std::string> events(ds.system(), "events");
+  auto carts = cluster_sharding::get(ds.system())
+                   .start<cart>("cart",
+                                sharding_options<cart_command>::create()
+                                    .with_extract_entity_id(cart_of)
+                                    .with_num_shards(1)           // one shard, one tick counter
+                                    .with_passivation_idle(10s),  // a tick every 5 s
+                                events.ref());
+  // "busy" is touched on every tick: it keeps the shard (and its counter) alive throughout.
+  int touches = 0;
+  auto tick = [&] {
+    carts.tell(add{"busy", std::to_string(++touches)});
+    ds.advance(5s);
+  };
+  tick();
+  EXPECT_EQ(events.expect_message().substr(0, 10), "start busy");
+  for (int i = 0; i < 600; ++i) tick();  // more than two wraps
+  events.expect_no_message(1ms);
+  // An entity idle from every stamp value: each round ends with it passivated.
+  for (int round = 0; round < 300; ++round) {
+    carts.tell(add{"idle", "x"});
+    ASSERT_EQ(events.expect_message().substr(0, 10), "start idle") << "round " << round;
+    for (int t = 0; t < (round % 7 == 0 ? 5 : 4); ++t) tick();  // stamps take every value
+    ASSERT_EQ(events.expect_message(), "stop idle: x") << "round " << round;
+  }
+  events.expect_no_message(1ms);  // "busy" never stopped
+}
+
 TEST(ClusterSharding, MaxEntitiesPassivatesTheLeastRecentlyUsed) {
   troupe::testkit::deterministic_system ds;
   test_probe<std::string> events(ds.system(), "events");

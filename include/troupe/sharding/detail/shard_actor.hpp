@@ -15,7 +15,7 @@
 #include <troupe/sharding/shard_stats.hpp>
 #include <troupe/sharding/sharding_options.hpp>
 
-#include <boost/unordered/unordered_flat_map.hpp>
+#include <boost/unordered/unordered_flat_set.hpp>
 
 #include <atomic>
 #include <memory>
@@ -72,6 +72,11 @@ inline const std::string& entity_id_of(const untyped_ref& entity) {
   return *static_cast<troupe::detail::actor_cell*>(entity.target())->entity_id();
 }
 
+/// The cell behind a ref this layer spawned (an entity, a shard: always local).
+inline troupe::detail::actor_cell& cell_of(const untyped_ref& entity) {
+  return *static_cast<troupe::detail::actor_cell*>(entity.target());
+}
+
 /// Takes shard_message<M> (from its region, its timers and queries) and, from senders whose
 /// shard route is open, their own envelopes of M, which it passes on to the entity as they are.
 template <class M>
@@ -87,7 +92,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     M* message;
   };
 
-  // The entities, found by id without storing it: 16 bytes per entity in a flat table.
+  // The entities, found by id without storing it: 8 bytes per entity in a flat table.
   struct id_hash {
     using is_transparent = void;
     std::size_t operator()(std::string_view id) const noexcept { return hash_id(id); }
@@ -161,7 +166,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
                    [this](get_entity_ids&) {
                      std::vector<std::string> ids;
                      ids.reserve(entities_.size());
-                     for (const auto& [e, touched] : entities_) ids.push_back(entity_id_of(e));
+                     for (const auto& e : entities_) ids.push_back(entity_id_of(e));
                      this->context().reply(std::move(ids));
                    },
                    [this](get_shard_stats&) { this->context().reply(stats()); },
@@ -177,8 +182,10 @@ class shard_actor final : public basic_actor<shard_message<M>> {
   void on_idle_tick() {
     ++epoch_;
     std::vector<actor_ref<M>> idle;
-    for (const auto& [entity, touched] : entities_) {
-      if (epoch_ - touched >= 3 && !stopping_.contains(std::string_view(entity_id_of(entity)))) {
+    for (const auto& entity : entities_) {
+      // Modulo 256: an entity is passivated at age 3, so no age that matters wraps.
+      const auto age = static_cast<std::uint8_t>(epoch_ - cell_of(entity).idle_stamp());
+      if (age >= 3 && !stopping_.contains(std::string_view(entity_id_of(entity)))) {
         idle.push_back(entity);
       }
     }
@@ -264,8 +271,8 @@ class shard_actor final : public basic_actor<shard_message<M>> {
           return;
         }
       }
-      it->second = epoch_;
-      tell(it->first, message, this->context().sender(), pass_on);
+      cell_of(*it).set_idle_stamp(epoch_);
+      tell(*it, message, this->context().sender(), pass_on);
       return;
     }
     const actor_ref<M>* started = start(id, "started");
@@ -339,11 +346,12 @@ class shard_actor final : public basic_actor<shard_message<M>> {
       report_stopped(id);
       return nullptr;
     }
-    auto [it, added] = entities_.emplace(std::move(*ref), epoch_);
+    cell_of(*ref).set_idle_stamp(epoch_);
+    auto [it, added] = entities_.insert(std::move(*ref));
     if (setup_->report_started) {
       setup_->report_started(setup_->region, entity_started{setup_->id, id});
     }
-    return &it->first;
+    return &*it;
   }
 
   /// Tells the region's policy (with an LRU limit) that entity `id` does not run.
@@ -356,10 +364,10 @@ class shard_actor final : public basic_actor<shard_message<M>> {
   void on_passivate(passivate<M>& p) {
     if (!p.entity) return;
     auto it = entities_.find(std::string_view(entity_id_of(p.entity)));
-    if (it == entities_.end() || it->first.target() != p.entity.target()) return;
-    if (!stopping_.try_emplace(entity_id_of(it->first)).second) return;  // already stopping
-    std::visit(overloaded{[&](poison_pill& pill) { it->first.tell(pill); },
-                          [&](M& stop) { it->first.tell(std::move(stop)); }},
+    if (it == entities_.end() || it->target() != p.entity.target()) return;
+    if (!stopping_.try_emplace(entity_id_of(*it)).second) return;  // already stopping
+    std::visit(overloaded{[&](poison_pill& pill) { it->tell(pill); },
+                          [&](M& stop) { it->tell(std::move(stop)); }},
                p.stop_message);
   }
 
@@ -369,10 +377,10 @@ class shard_actor final : public basic_actor<shard_message<M>> {
       report_stopped(id);  // stopped before the request came: the region may not know yet
       return;
     }
-    if (!stopping_.try_emplace(entity_id_of(it->first)).second) return;
+    if (!stopping_.try_emplace(entity_id_of(*it)).second) return;
     // A poison pill, not a stop signal: messages already in the entity's mailbox are handled
     // first (a stop would overtake them). The entity's receive never sees it.
-    it->first.tell(poison_pill{});
+    it->tell(poison_pill{});
   }
 
   // The shard is the entities' parent: it hears of each stop without watching (a watch would
@@ -381,7 +389,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     // `who` keeps the stopped cell, and with it the id we read, alive for this call.
     const std::string& id = entity_id_of(who);
     auto it = entities_.find(std::string_view(id));
-    if (it == entities_.end() || it->first.target() != who.target()) return;
+    if (it == entities_.end() || it->target() != who.target()) return;
     std::vector<pending> waiting;
     if (auto s = stopping_.find(id); s != stopping_.end()) {
       waiting = std::move(s->second);
@@ -395,7 +403,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     // Messages that waited for this incarnation to end go, in order, to the next one.
     for (auto& p : waiting) {
       auto next = entities_.find(std::string_view(id));
-      const actor_ref<M>* entity = next != entities_.end() ? &next->first : start(id, "restarted");
+      const actor_ref<M>* entity = next != entities_.end() ? &*next : start(id, "restarted");
       if (entity == nullptr) {
         to_dead_letters(std::move(p), errc::entity_start_failed, start_failure_);
         continue;
@@ -428,9 +436,9 @@ class shard_actor final : public basic_actor<shard_message<M>> {
   }
 
   std::shared_ptr<shard_setup<M>> setup_;
-  // Each entity with the idle epoch of its last delivery.
-  boost::unordered_flat_map<actor_ref<M>, std::uint32_t, id_hash, id_equal> entities_;
-  std::uint32_t epoch_ = 0;
+  // The running entities; each cell keeps the idle tick of its last delivery (idle_stamp).
+  boost::unordered_flat_set<actor_ref<M>, id_hash, id_equal> entities_;
+  std::uint8_t epoch_ = 0;
   // Entities on their way out, with what arrived for their next incarnation. Keys view the ids
   // of the stopping cells, which entities_ keeps alive until they are erased together.
   std::unordered_map<std::string_view, std::vector<pending>, id_hasher> stopping_;
