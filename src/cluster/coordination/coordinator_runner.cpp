@@ -250,24 +250,31 @@ void coordinator_runner::carry_out(const coord::coordinator_decision& decision) 
 }
 
 void coordinator_runner::read_state(std::uint64_t term) {
-  // Three ranges in one transaction: one revision for all of them.
+  // Members, regions and allocations in one transaction: one revision for all of them. And our
+  // own election key at that revision: a write that failed on the election compare must end the
+  // term here, or the same decision would be written, and fail, again and again.
   txn_request t;
   t.success.emplace_back(range_op{key_range::prefix(members_prefix(options_.cluster))});
   t.success.emplace_back(
       range_op{key_range::prefix(regions_prefix(options_.cluster, options_.type))});
   t.success.emplace_back(
       range_op{key_range::prefix(alloc_prefix(options_.cluster, options_.type))});
-  store_->txn(std::move(t), on_strand<txn_result>(
-                                [term](coordinator_runner& self, std::error_code ec, txn_result r) {
-                                  if (term != self.term_) return;
-                                  if (ec || r.ranges.size() != 3) {
-                                    self.after_retry([term](coordinator_runner& s) {
-                                      if (term == s.term_) s.read_state(term);
-                                    });
-                                    return;
-                                  }
-                                  self.on_state(term, r.header_revision, std::move(r.ranges));
-                                }));
+  t.success.emplace_back(range_op{key_range::single(key_)});
+  auto done = [term](coordinator_runner& self, std::error_code ec, txn_result r) {
+    if (term != self.term_) return;
+    if (ec || r.ranges.size() != 4) {
+      self.after_retry([term](coordinator_runner& s) {
+        if (term == s.term_) s.read_state(term);
+      });
+      return;
+    }
+    if (r.ranges[3].empty() || r.ranges[3][0].create_revision != self.my_revision_) {
+      self.lose();
+      return;
+    }
+    self.on_state(term, r.header_revision, std::move(r.ranges));
+  };
+  store_->txn(std::move(t), on_strand<txn_result>(std::move(done)));
 }
 
 void coordinator_runner::on_state(std::uint64_t term, revision at,
