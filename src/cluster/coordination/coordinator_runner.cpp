@@ -131,6 +131,7 @@ void coordinator_runner::check_election() {
       key_range::prefix(coord_prefix(options_.cluster, options_.type)),
       on_strand<range_result>([](coordinator_runner& self, std::error_code ec, range_result r) {
         self.checking_ = false;
+        if (self.lost_) return;  // a read or the watch saw our key go meanwhile
         if (ec) {
           self.after_retry([](coordinator_runner& s) { s.check_election(); });
           return;
@@ -295,8 +296,7 @@ void coordinator_runner::on_state(std::uint64_t term, revision at,
     }
   }
   ++state_reads_;
-  // Watch before feeding: feeding may depose nothing, but the watch must start at R + 1 whatever
-  // the coordinator decides.
+  // The watch starts at R + 1 before anything is fed, so no change falls between the read and it.
   watch_state(at + 1);
   if (term == term_) feed(s);
 }
@@ -399,11 +399,13 @@ void coordinator_runner::halt() {
   for (timer_id t : retry_timers_) clock_->cancel(t);
   retry_timers_.clear();
   leading_ = false;
-  // Resign: delete our own key, only while it is the one we won with, so the next candidate
-  // need not wait for our lease. The lease itself is the node's, not ours to revoke.
-  if (campaigned_ && !lost_) {
+  // Resign: delete our own key, so the next candidate need not wait for our lease; only while it
+  // carries our lease (a key under our lease can only be ours, also when the campaign's answer is
+  // still on its way). The lease itself is the node's, not ours to revoke.
+  if (!lost_) {
     txn_request t;
-    t.compares.push_back(compare::create_revision_is(key_, my_revision_));
+    t.compares.push_back(
+        {key_, compare::target::lease, compare::relation::equal, options_.self.incarnation, {}});
     t.success.emplace_back(delete_op{key_range::single(key_)});
     store_->txn(std::move(t), [](std::error_code, txn_result) {});
   }

@@ -77,7 +77,7 @@ class coordinator_runner : public std::enable_shared_from_this<coordinator_runne
   void request_home(sharding::coordination::member_id requester, sharding::shard_id shard);
 
   /// Stops: cancels the watches and timers, feeds nothing more, and resigns (deletes its own
-  /// election key if it still holds the revision it won with). The lease is left alone.
+  /// election key while it carries the node's lease). The lease is left alone.
   void stop();
 
   /// This node has been fed `elected` and not `deposed` since.
