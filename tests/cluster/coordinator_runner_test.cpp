@@ -197,6 +197,30 @@ TEST_F(coordinator_runner_test, exactly_one_leads_and_the_other_takes_over_when_
   EXPECT_EQ(allocation_of(3), (coord::allocation{3, b, answers_[0].epoch}));
 }
 
+TEST_F(coordinator_runner_test, candidates_started_together_take_over_one_at_a_time) {
+  auto store_c = etcd_.client(io_.get_executor());
+  const auto a = join(*store_a_, "a", 60s);
+  const auto b = join(*store_b_, "b", 60s);
+  const auto c = join(*store_c, "c", 60s);
+  std::vector<std::shared_ptr<coordinator_runner>> runners{start(store_a_, a), start(store_b_, b),
+                                                           start(store_c, c)};
+  poll();
+  auto leaders = [&] {
+    int n = 0;
+    for (const auto& r : runners) n += r->leading() ? 1 : 0;
+    return n;
+  };
+  EXPECT_EQ(leaders(), 1);
+  EXPECT_TRUE(runners[0]->leading());  // the lowest create revision
+
+  revoke(*store_a_, a.incarnation);
+  EXPECT_EQ(leaders(), 1);
+  EXPECT_TRUE(runners[1]->leading());
+  revoke(*store_b_, b.incarnation);
+  EXPECT_EQ(leaders(), 1);
+  EXPECT_TRUE(runners[2]->leading());
+}
+
 TEST_F(coordinator_runner_test, a_leader_cut_off_is_deposed_and_its_stale_write_fails) {
   const auto a = join(*store_a_, "a", 3s);
   const auto b = join(*store_b_, "b", 600s);
