@@ -308,6 +308,22 @@ std::vector<std::string> cluster_sharding::entity_ids(const std::string& type_na
       timeout);
 }
 
+void cluster_sharding::set_placement_factory(placement_factory factory) {
+  std::lock_guard lock(mutex_);
+  placement_factory_ = std::move(factory);
+}
+
+std::shared_ptr<placement> cluster_sharding::make_placement(const region_settings& settings) {
+  placement_factory factory;
+  {
+    std::lock_guard lock(mutex_);
+    factory = placement_factory_;
+  }
+  std::shared_ptr<placement> made = factory ? factory(settings) : nullptr;
+  if (!made) made = std::make_shared<single_node_placement>();
+  return made;
+}
+
 std::vector<std::string> cluster_sharding::type_names() const {
   std::lock_guard lock(mutex_);
   std::vector<std::string> out;

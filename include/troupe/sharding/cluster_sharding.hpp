@@ -12,10 +12,12 @@
 #include <troupe/sharding/detail/region_actor.hpp>
 #include <troupe/sharding/detail/region_ingress.hpp>
 #include <troupe/sharding/messages.hpp>
+#include <troupe/sharding/placement.hpp>
 #include <troupe/sharding/shard_ref.hpp>
 #include <troupe/sharding/sharding_options.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -127,7 +129,16 @@ class cluster_sharding {
   /// Names of the started types.
   std::vector<std::string> type_names() const;
 
+  // -- the placement seam (the cluster layer sets it; tests may) -------------------------------
+  /// Makes the placement of each type started from now on (types started before keep theirs):
+  /// the cluster answers with allocations; without a factory every shard lives here.
+  using placement_factory = std::function<std::shared_ptr<placement>(const region_settings&)>;
+  void set_placement_factory(placement_factory factory);
+
  private:
+  /// The new type's placement: the factory's, or single_node_placement.
+  std::shared_ptr<placement> make_placement(const region_settings& settings);
+
   /// A started region as its refs need it.
   struct region_handle {
     untyped_ref region;                 // the region actor itself (message type: region_message<M>)
@@ -165,7 +176,8 @@ class cluster_sharding {
   actor_system& system_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, started_type> types_;
-  untyped_ref sharding_guardian_;  // /system/cluster/sharding
+  untyped_ref sharding_guardian_;        // /system/cluster/sharding
+  placement_factory placement_factory_;  // guarded by mutex_
 };
 
 template <class M, class In>
@@ -236,6 +248,7 @@ actor_ref<In> cluster_sharding::start(sharding_options<M, In> options) {
     setup->credits = std::make_shared<detail::credit_table>(setup->settings.num_shards,
                                                             setup->settings.shard_capacity);
   }
+  setup->homes = make_placement(setup->settings);
   // With an LRU limit the region sees every message (it keeps the order of use).
   setup->routes = std::make_shared<detail::shard_routes<M>>(
       setup->settings.num_shards, setup->settings.max_entities == 0, system_.clock());

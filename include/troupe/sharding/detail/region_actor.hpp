@@ -5,6 +5,11 @@
 /// itself only where no route serves: with an LRU limit (it then sees every message and decides
 /// passivation for the whole node) and for custom shard ids beyond the shard count; what
 /// arrives for a stopping shard it buffers and replays, in order, to the next shard actor.
+///
+/// Where a shard lives is its placement's answer (placement.hpp), asked before the region starts
+/// a shard actor, whichever path the first message took: a shard with no home yet keeps its
+/// messages (senders hold them in its route, the region in its buffer, both bounded by
+/// buffer-size) until the placement reports a home.
 
 #include <troupe/core/actor.hpp>
 #include <troupe/core/concurrency_gate.hpp>
@@ -15,6 +20,7 @@
 #include <troupe/sharding/entity_path.hpp>
 #include <troupe/sharding/messages.hpp>
 #include <troupe/sharding/passivation_policy.hpp>
+#include <troupe/sharding/placement.hpp>
 #include <troupe/sharding/shard_id.hpp>
 #include <troupe/sharding/sharding_options.hpp>
 
@@ -22,6 +28,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -35,10 +42,15 @@ struct shard_query {
   std::variant<get_entity_ids, get_shard_stats> query;
 };
 
+/// The placement reports that a shard's home changed (placement::home_listener).
+struct home_changed {
+  shard_id shard = 0;
+};
+
 template <class M>
 using region_message =
     std::variant<M, routed<M>, start_shard, route_full<M>, entity_stopped, entity_started,
-                 passivation_tick, get_region_state, shard_idle, shard_query>;
+                 passivation_tick, get_region_state, shard_idle, shard_query, home_changed>;
 
 /// Everything a region runs with.
 template <class M>
@@ -54,6 +66,8 @@ struct region_setup {
   std::shared_ptr<shard_routes<M>> routes;
   /// Each shard's credit, with a shard capacity (null: no back-pressure).
   std::shared_ptr<credit_table> credits;
+  /// Where each shard lives (single_node_placement without a cluster).
+  std::shared_ptr<troupe::sharding::placement> homes;
 };
 
 template <class M>
@@ -77,7 +91,11 @@ class region_actor final : public actor<region_message<M>> {
     shard_route<M>* route = nullptr;
     std::unique_ptr<shard_route<M>> own_route;  // for ids beyond the routes table
     bool stopping = false;
-    std::deque<pending> buffer;  // arrived while the shard actor stops
+    // The placement answered no_home_yet (or a remote home) when asked last; the shard actor
+    // starts once it answers placed_here.
+    bool homeless = false;
+    shard_epoch epoch = 0;       // the allocation's epoch the shard actor runs at
+    std::deque<pending> buffer;  // arrived while the shard actor stops or has no home
   };
 
   // With an LRU limit the region keeps the order of every entity on the node (a policy touch
@@ -97,11 +115,15 @@ class region_actor final : public actor<region_message<M>> {
       std::lock_guard lock(route.lock);
       if (route.state == route_state::closed) route.state = route_state::idle;
     });
+    setup_->homes->set_listener([region = this->context().self_ref()](shard_id shard) {
+      region.tell_any(region_message<M>(std::in_place_type<home_changed>, home_changed{shard}));
+    });
   }
 
   // Senders holding refs may outlive the region: they find every route closed (and send here,
   // to dead letters); what routes held goes to dead letters now.
   void post_stop() override {
+    setup_->homes->set_listener({});  // it held a ref to this region
     auto close = [this](shard_id, shard_route<M>& route) {
       troupe::detail::mpsc_node* held = nullptr;
       {
@@ -139,9 +161,9 @@ class region_actor final : public actor<region_message<M>> {
             [this](route_full<M>& f) {
               reject(f.message,
                      "shard " + std::to_string(f.shard) +
-                         (f.over_capacity
-                              ? " has shard-capacity messages in flight already"
-                              : " holds buffer-size messages already while it starts or stops"),
+                         (f.over_capacity ? " has shard-capacity messages in flight already"
+                                          : " holds buffer-size messages already while it starts "
+                                            "(or waits for a home) or stops"),
                      errc::mailbox_full);
             },
             [this](entity_stopped& s) {
@@ -157,6 +179,7 @@ class region_actor final : public actor<region_message<M>> {
             [this](get_region_state&) { this->context().reply(state()); },
             [this](shard_idle& idle) { on_shard_idle(idle); },
             [this](shard_query& q) { on_shard_query(q); },
+            [this](home_changed& h) { on_home_changed(h.shard); },
         },
         msg);
   }
@@ -217,9 +240,11 @@ class region_actor final : public actor<region_message<M>> {
       }
     }
     auto& entry = entry_of(shard);
-    if (entry.stopping) {
+    if (entry.stopping || !has_home_here(shard, entry)) {
       if (buffered_ >= setup_->settings.buffer_size) {
-        reject(message, "region buffer full while shard " + std::to_string(shard) + " stops",
+        reject(message,
+               "region buffer full while shard " + std::to_string(shard) +
+                   (entry.stopping ? " stops" : " waits for a home"),
                errc::mailbox_full);
         return;
       }
@@ -239,7 +264,35 @@ class region_actor final : public actor<region_message<M>> {
   /// still stopping: the next starts when it is gone).
   void on_start_shard(shard_id shard) {
     auto& entry = entry_of(shard);
-    if (!entry.stopping) ensure_shard(shard, entry);
+    if (!entry.stopping && has_home_here(shard, entry)) ensure_shard(shard, entry);
+  }
+
+  /// Whether the shard may run here: its actor runs, or the placement answers placed_here (its
+  /// epoch is kept for the actor about to start). Otherwise the shard is homeless: what arrives
+  /// for it waits (asking also starts the search for a home).
+  bool has_home_here(shard_id shard, shard_entry& entry) {
+    if (entry.route->shard) return true;
+    const shard_home home = setup_->homes->home_of(shard);
+    if (const auto* here = std::get_if<placed_here>(&home)) {
+      entry.homeless = false;
+      entry.epoch = here->epoch;
+      return true;
+    }
+    // placed_remote included: this region sends nothing to other nodes yet (the cluster's
+    // routing does), so a remote home leaves the messages waiting here too.
+    entry.homeless = true;
+    return false;
+  }
+
+  /// The placement has news of a shard: if it now lives here, start it and deliver what waited
+  /// (what senders held in its route first, then the region's buffer, as after a stop).
+  void on_home_changed(shard_id shard) {
+    auto it = shards_.find(shard);
+    if (it == shards_.end() || !it->second.homeless || it->second.stopping) return;
+    shard_entry& entry = it->second;
+    if (!has_home_here(shard, entry)) return;
+    ensure_shard(shard, entry);
+    replay_buffer(shard, entry);
   }
 
   shard_entry& entry_of(shard_id shard) {
@@ -315,20 +368,28 @@ class region_actor final : public actor<region_message<M>> {
         }
       }
       entry.stopping = false;
-      std::deque<pending> buffer = std::move(entry.buffer);
-      buffered_ -= buffer.size();
-      if (held) ensure_shard(shard, entry);
-      for (auto& p : buffer) {
-        try {
-          send(shard, entry, std::move(p.entity_id), *p.message, untyped_ref(p.envelope->sender));
-        } catch (...) {
-          dead_letter_in_place(
-              this->context().system().dead_letters(), std::move(p.envelope), *p.message,
-              this->context().path(), errc::message_copy_failed,
-              "region " + setup_->settings.type_name + ": " + copy_failure_reason());
-        }
+      const bool waiting = held || !entry.buffer.empty();
+      // The next actor starts only where the placement says the shard lives now.
+      if (waiting && has_home_here(shard, entry)) {
+        ensure_shard(shard, entry);
+        replay_buffer(shard, entry);
       }
       return;
+    }
+  }
+
+  /// Sends what waited in the region's buffer for the shard, in order, to its running actor.
+  void replay_buffer(shard_id shard, shard_entry& entry) {
+    std::deque<pending> buffer = std::move(entry.buffer);
+    buffered_ -= buffer.size();
+    for (auto& p : buffer) {
+      try {
+        send(shard, entry, std::move(p.entity_id), *p.message, untyped_ref(p.envelope->sender));
+      } catch (...) {
+        dead_letter_in_place(this->context().system().dead_letters(), std::move(p.envelope),
+                             *p.message, this->context().path(), errc::message_copy_failed,
+                             "region " + setup_->settings.type_name + ": " + copy_failure_reason());
+      }
     }
   }
 
@@ -337,10 +398,12 @@ class region_actor final : public actor<region_message<M>> {
   void ensure_shard(shard_id shard, shard_entry& entry) {
     if (!entry.route->shard) {
       auto setup = std::make_shared<shard_setup<M>>();
-      // No shard fence epoch: a single node owns every shard (the cluster layer will pass the
-      // allocation's epoch here once it has raised the shard's fence).
+      // The allocation's epoch, at which the placement raised the shard's store fence before
+      // answering placed_here; none on a single node (epoch 0: no allocation placed it).
+      std::optional<std::uint64_t> fence;
+      if (entry.epoch > 0) fence = static_cast<std::uint64_t>(entry.epoch);
       setup->home = troupe::detail::entity_home{setup_->settings.type_name, shard, setup_->gate,
-                                                &append_entity_child_name, std::nullopt};
+                                                &append_entity_child_name, fence};
       setup->id = shard;
       setup->spawn_entity = setup_->spawn_entity;
       setup->extract_entity_id = setup_->extract_entity_id;

@@ -1,0 +1,215 @@
+// A region asks its placement where a shard lives before it starts the shard's actor, in every
+// routing mode (a shard's direct route, the region with max-entities, a custom shard id beyond
+// the shard count). A shard with no home yet (or a home on another node) keeps its messages,
+// bounded by buffer-size, and delivers them in order once the placement reports it here; its
+// entities then run at the allocation's epoch. Manual scheduling: each step runs when told.
+#include <troupe/core/actor_system.hpp>
+#include <troupe/core/config.hpp>
+#include <troupe/core/detail/actor_cell.hpp>
+#include <troupe/sharding/cluster_sharding.hpp>
+#include <troupe/testkit/test_probe.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using troupe::sharding::cluster_sharding;
+using troupe::sharding::placement;
+using troupe::sharding::shard_home;
+using troupe::sharding::shard_id;
+using troupe::sharding::sharding_options;
+using troupe::testkit::test_probe;
+
+struct note {
+  std::string id;
+  int n = 0;
+};
+
+/// Tells `out` each number it gets, and `epochs` the fence epoch its shard gave it.
+class noter final : public troupe::actor<note> {
+ public:
+  noter(troupe::actor_ref<int> out, std::shared_ptr<std::vector<std::uint64_t>> epochs)
+      : out_(std::move(out)), epochs_(std::move(epochs)) {}
+
+ private:
+  void pre_start() override {
+    const auto* home = troupe::detail::current_cell()->home();
+    epochs_->push_back(home != nullptr && home->fence_epoch ? *home->fence_epoch : 0);
+  }
+  void receive(note& n) override { out_.tell(n.n); }
+  troupe::actor_ref<int> out_;
+  std::shared_ptr<std::vector<std::uint64_t>> epochs_;
+};
+
+/// A placement the test moves by hand: every shard starts with no home.
+class manual_placement final : public placement {
+ public:
+  shard_home home_of(shard_id shard) override {
+    std::lock_guard lock(mutex_);
+    asked_.push_back(shard);
+    auto it = homes_.find(shard);
+    return it == homes_.end() ? shard_home{troupe::sharding::no_home_yet{}} : it->second;
+  }
+  void set_listener(home_listener listener) override {
+    std::lock_guard lock(mutex_);
+    listener_ = std::move(listener);
+  }
+  /// Gives `shard` a home and tells the listener, as the cluster does after an allocation.
+  void place(shard_id shard, shard_home home) {
+    home_listener listener;
+    {
+      std::lock_guard lock(mutex_);
+      homes_[shard] = std::move(home);
+      listener = listener_;
+    }
+    if (listener) listener(shard);
+  }
+  std::vector<shard_id> asked() {
+    std::lock_guard lock(mutex_);
+    return asked_;
+  }
+  bool has_listener() {
+    std::lock_guard lock(mutex_);
+    return static_cast<bool>(listener_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<shard_id, shard_home> homes_;
+  std::vector<shard_id> asked_;
+  home_listener listener_;
+};
+
+enum class mode { direct_route, max_entities, custom_shard };
+
+std::string name_of(mode m) {
+  switch (m) {
+    case mode::direct_route:
+      return "DirectRoute";
+    case mode::max_entities:
+      return "MaxEntities";
+    case mode::custom_shard:
+      return "CustomShardId";
+  }
+  return "?";
+}
+
+/// One sharded type whose placement the test holds, on a manually scheduled system.
+struct fixture {
+  explicit fixture(mode how, const std::string& hocon = "")
+      : system(troupe::system_config{}.with_manual_scheduling().with_config(
+            troupe::config::parse_string(hocon, "node.conf"))),
+        out(system, "out") {
+    auto& sharding = cluster_sharding::get(system);
+    sharding.set_placement_factory([this](const troupe::sharding::region_settings& s) {
+      EXPECT_EQ(s.type_name, "noter");
+      return homes;
+    });
+    auto options = sharding_options<note>::create()
+                       .with_type_name("noter")
+                       .with_entity<noter>(out.ref(), epochs)
+                       .with_extract_entity_id([](const note& n) { return n.id; })
+                       .with_num_shards(4);
+    if (how == mode::max_entities) options.with_max_entities(100);
+    if (how == mode::custom_shard) {
+      options.with_extract_shard_id([](const std::string&) -> shard_id { return 1'000; });
+    }
+    region = sharding.start(std::move(options));
+    shard = how == mode::custom_shard ? 1'000 : troupe::sharding::shard_of("a", 4);
+  }
+
+  troupe::actor_system system;
+  test_probe<int> out;
+  std::shared_ptr<manual_placement> homes = std::make_shared<manual_placement>();
+  std::shared_ptr<std::vector<std::uint64_t>> epochs =
+      std::make_shared<std::vector<std::uint64_t>>();
+  troupe::actor_ref<note> region;
+  shard_id shard = 0;
+};
+
+class PlacementRouting : public ::testing::TestWithParam<mode> {};
+
+TEST_P(PlacementRouting, MessagesWaitForAHomeAndArriveInOrderOnceTheShardIsPlacedHere) {
+  fixture f(GetParam());
+  for (int i = 0; i < 5; ++i) f.region.tell(note{"a", i});
+  f.system.run_until_idle();
+  f.out.expect_no_message(1ms);  // no home: no shard actor, no entity
+  ASSERT_FALSE(f.homes->asked().empty());
+  EXPECT_EQ(f.homes->asked().front(), f.shard);
+  EXPECT_TRUE(f.epochs->empty());
+  EXPECT_EQ(cluster_sharding::get(f.system).state("noter").buffered, 5U);
+
+  // A home on another node: this region sends nothing there yet, so the messages stay here.
+  f.homes->place(f.shard, troupe::sharding::placed_remote{"node-b", 3});
+  f.system.run_until_idle();
+  f.out.expect_no_message(1ms);
+  for (int i = 5; i < 8; ++i) f.region.tell(note{"a", i});
+  f.system.run_until_idle();
+  f.out.expect_no_message(1ms);
+
+  f.homes->place(f.shard, troupe::sharding::placed_here{7});
+  f.system.run_until_idle();
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(f.out.expect_message(), i);
+  for (int i = 8; i < 10; ++i) f.region.tell(note{"a", i});  // the shard runs: straight on
+  f.system.run_until_idle();
+  for (int i = 8; i < 10; ++i) EXPECT_EQ(f.out.expect_message(), i);
+  EXPECT_EQ(*f.epochs, std::vector<std::uint64_t>{7});  // one incarnation, at the epoch
+  EXPECT_EQ(cluster_sharding::get(f.system).state("noter").buffered, 0U);
+}
+
+TEST_P(PlacementRouting, AHomelessShardKeepsAtMostBufferSizeAndDeadLettersTheRestWithAReason) {
+  fixture f(GetParam(), "troupe.sharding.buffer-size = 3");
+  test_probe<troupe::dead_letter> dead(f.system, "dead");
+  f.system.dead_letters().subscribe(dead.ref());
+  for (int i = 0; i < 5; ++i) f.region.tell(note{"a", i});
+  f.system.run_until_idle();
+  for (int i = 0; i < 2; ++i) {
+    const auto d = dead.expect_message();
+    EXPECT_EQ(d.code, make_error_code(troupe::errc::mailbox_full));
+    EXPECT_NE(d.reason.find("home"), std::string::npos) << d.reason;
+  }
+  f.homes->place(f.shard, troupe::sharding::placed_here{1});
+  f.system.run_until_idle();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(f.out.expect_message(), i);  // the first three, in order
+  f.out.expect_no_message(1ms);
+}
+
+INSTANTIATE_TEST_SUITE_P(EachRoutingMode, PlacementRouting,
+                         ::testing::Values(mode::direct_route, mode::max_entities,
+                                           mode::custom_shard),
+                         [](const auto& p) { return name_of(p.param); });
+
+TEST(PlacementRouting, TheRegionListensWhileItRunsAndLetsGoWhenItStops) {
+  fixture f(mode::direct_route);
+  f.system.run_until_idle();
+  EXPECT_TRUE(f.homes->has_listener());
+  f.system.terminate();
+  f.system.run_until_idle();
+  EXPECT_FALSE(f.homes->has_listener());  // it held a ref to the region
+}
+
+TEST(PlacementRouting, WithoutAFactoryEveryShardLivesHereAtNoEpoch) {
+  troupe::actor_system system(troupe::system_config{}.with_manual_scheduling());
+  test_probe<int> out(system, "out");
+  auto epochs = std::make_shared<std::vector<std::uint64_t>>();
+  auto region = cluster_sharding::get(system).start(
+      sharding_options<note>::create()
+          .with_type_name("noter")
+          .with_entity<noter>(out.ref(), epochs)
+          .with_extract_entity_id([](const note& n) { return n.id; }));
+  region.tell(note{"a", 1});
+  system.run_until_idle();
+  EXPECT_EQ(out.expect_message(), 1);
+  EXPECT_EQ(*epochs, std::vector<std::uint64_t>{0});
+}
+
+}  // namespace
