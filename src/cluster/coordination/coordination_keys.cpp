@@ -2,49 +2,20 @@
 
 #include <troupe/cluster/errc.hpp>
 
+#include "cluster/membership/key_text.hpp"
 #include "cluster/membership/members.hpp"
 
 #include <charconv>
-#include <cstdio>
 #include <stdexcept>
 #include <utility>
 
 namespace troupe::cluster {
 
 namespace coord = sharding::coordination;
-
-namespace {
-
-std::string hex(std::int64_t n) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(n));
-  return buf;
-}
-
-std::optional<std::int64_t> parse_hex(std::string_view s) {
-  unsigned long long n = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n, 16);
-  if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || n == 0) return std::nullopt;
-  return static_cast<std::int64_t>(n);
-}
-
-/// Parses `<node>#<leaseHex>`, the tail of member and region keys.
-std::optional<coord::member_id> parse_incarnation(std::string_view name) {
-  const auto hash = name.rfind('#');
-  if (hash == std::string_view::npos || hash == 0) return std::nullopt;
-  auto lease = parse_hex(name.substr(hash + 1));
-  if (!lease) return std::nullopt;
-  return coord::member_id{std::string(name.substr(0, hash)), *lease};
-}
-
-std::string_view next_line(std::string_view& rest) {
-  const auto nl = rest.find('\n');
-  std::string_view line = rest.substr(0, nl);
-  rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
-  return line;
-}
-
-}  // namespace
+using key_text::hex;
+using key_text::next_line;
+using key_text::parse_hex;
+using key_text::parse_incarnation;
 
 void check_type_name(std::string_view type) {
   if (type.empty() || type.find_first_of("/#\n") != std::string_view::npos) {

@@ -2,16 +2,18 @@
 
 #include <troupe/cluster/errc.hpp>
 
+#include "cluster/membership/key_text.hpp"
+
 #include <boost/asio/post.hpp>
 
-#include <charconv>
-#include <cstdio>
 #include <stdexcept>
 #include <utility>
 
 namespace troupe::cluster {
 
 namespace coord = sharding::coordination;
+using key_text::hex;
+using key_text::next_line;
 
 namespace {
 
@@ -34,20 +36,6 @@ void check(const member_record& m) {
       m.info.app_version.find('\n') != std::string::npos) {
     throw std::invalid_argument("member: address and version may not contain a newline");
   }
-}
-
-std::string hex(lease_id lease) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(lease));
-  return buf;
-}
-
-/// Splits off the next line of `rest`.
-std::string_view next_line(std::string_view& rest) {
-  const auto nl = rest.find('\n');
-  std::string_view line = rest.substr(0, nl);
-  rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
-  return line;
 }
 
 }  // namespace
@@ -81,18 +69,10 @@ std::optional<member_record> decode_member(std::string_view cluster, std::string
   const std::string prefix = members_prefix(cluster);
   if (!key.starts_with(prefix)) return std::nullopt;
   const std::string_view name = key.substr(prefix.size());
-  const auto hash = name.rfind('#');
-  if (hash == std::string_view::npos || hash == 0 || hash + 1 == name.size()) return std::nullopt;
-  const std::string_view lease_hex = name.substr(hash + 1);
-  unsigned long long lease = 0;
-  auto [end, ec] =
-      std::from_chars(lease_hex.data(), lease_hex.data() + lease_hex.size(), lease, 16);
-  if (ec != std::errc{} || end != lease_hex.data() + lease_hex.size() || lease == 0) {
-    return std::nullopt;
-  }
+  auto id = key_text::parse_incarnation(name);
+  if (!id) return std::nullopt;
   member_record m;
-  m.info.id.node = std::string(name.substr(0, hash));
-  m.info.id.incarnation = static_cast<std::int64_t>(lease);
+  m.info.id = std::move(*id);
   bool has_state = false;
   while (!value.empty()) {
     const std::string_view line = next_line(value);
