@@ -5,6 +5,7 @@
 
 #include "cluster/coordination/coordination_keys.hpp"
 #include "cluster/membership/members.hpp"
+#include "cluster/strand_steps.hpp"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -59,26 +60,13 @@ coordinator_runner::~coordinator_runner() {
 
 template <class T, class F>
 std::function<void(std::error_code, T)> coordinator_runner::on_strand(F f) {
-  return [weak = weak_from_this(), strand = strand_, f](std::error_code ec, T value) {
-    boost::asio::post(strand, [weak, f, ec, value = std::move(value)]() mutable {
-      if (auto self = weak.lock(); self && !self->stopped_) f(*self, ec, std::move(value));
-    });
-  };
+  return detail::resume_on<T>(weak_from_this(), strand_, std::move(f));
 }
 
 template <class Step>
 void coordinator_runner::after_retry(Step step) {
-  auto id = std::make_shared<timer_id>(0);
-  *id =
-      clock_->schedule_after(options_.retry, [weak = weak_from_this(), strand = strand_, step, id] {
-        boost::asio::post(strand, [weak, step, id] {
-          auto self = weak.lock();
-          if (!self) return;
-          self->retry_timers_.erase(*id);
-          if (!self->stopped_) step(*self);
-        });
-      });
-  retry_timers_.insert(*id);
+  detail::run_after(*clock_, options_.retry, weak_from_this(), strand_, retry_timers_,
+                    std::move(step));
 }
 
 void coordinator_runner::request_home(coord::member_id requester, sharding::shard_id shard) {

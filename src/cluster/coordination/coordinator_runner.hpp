@@ -88,6 +88,8 @@ class coordinator_runner : public std::enable_shared_from_this<coordinator_runne
   [[nodiscard]] revision key_create_revision() const noexcept { return my_revision_.load(); }
   /// How many state reads it has fed (each term starts with one; a failed write adds one).
   [[nodiscard]] int state_reads() const noexcept { return state_reads_.load(); }
+  /// stop() was called.
+  [[nodiscard]] bool stopped() const noexcept { return stopped_.load(); }
   /// This runner's election key.
   [[nodiscard]] const std::string& election_key() const noexcept { return key_; }
 

@@ -1,0 +1,388 @@
+#include "cluster/placement/cluster_placement.hpp"
+
+#include <troupe/cluster/errc.hpp>
+#include <troupe/core/actor.hpp>
+#include <troupe/persistence/errc.hpp>
+#include <troupe/persistence/plugin.hpp>
+
+#include "cluster/coordination/coordination_keys.hpp"
+#include "cluster/membership/members.hpp"
+#include "cluster/strand_steps.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include <stdexcept>
+#include <utility>
+
+namespace troupe::cluster {
+
+namespace coord = sharding::coordination;
+using sharding::no_home_yet;
+using sharding::placed_here;
+using sharding::placed_remote;
+using sharding::shard_epoch;
+using sharding::shard_home;
+using sharding::shard_id;
+
+fence_raiser raise_fences_in(std::shared_ptr<persistence::plugin> store, std::string type) {
+  if (!store) throw std::invalid_argument("raise_fences_in: a store is required");
+  return [store = std::move(store), type = std::move(type)](
+             shard_id shard, shard_epoch epoch,
+             std::function<void(std::error_code, persistence::fence_raise)> done) {
+    persistence::shard_fence_raise r{{type, shard},
+                                     static_cast<persistence::ownership_epoch>(epoch)};
+    store->async_raise_shard_fence(
+        std::move(r), [done = std::move(done)](std::exception_ptr e, persistence::fence_raise v) {
+          if (!e) {
+            done({}, v);
+            return;
+          }
+          std::error_code ec = persistence::make_error_code(persistence::errc::store_failure);
+          try {
+            std::rethrow_exception(e);
+          } catch (const std::system_error& x) {
+            ec = x.code();
+          } catch (...) {
+          }
+          done(ec, persistence::fence_raise::superseded);
+        });
+  };
+}
+
+std::shared_ptr<cluster_placement> cluster_placement::start(std::shared_ptr<consensus_store> store,
+                                                            std::shared_ptr<troupe::clock> clock,
+                                                            cluster_placement_options options,
+                                                            fence_raiser raise_fence,
+                                                            home_request ask) {
+  if (!store || !clock || !ask) {
+    throw std::invalid_argument("cluster_placement: store, clock and home request are required");
+  }
+  check_type_name(options.type);
+  if (options.self.incarnation <= 0 || options.self.node.empty()) {
+    throw std::invalid_argument("cluster_placement: self needs a node id and the node's lease");
+  }
+  auto p = std::make_shared<cluster_placement>(token{}, std::move(store), std::move(clock),
+                                               std::move(options), std::move(raise_fence),
+                                               std::move(ask));
+  boost::asio::post(p->strand_, [weak = p->weak_from_this()] {
+    if (auto self = weak.lock(); self && !self->stopped()) {
+      self->register_region();
+      self->read();
+      self->tick();
+    }
+  });
+  return p;
+}
+
+cluster_placement::cluster_placement(token, std::shared_ptr<consensus_store> store,
+                                     std::shared_ptr<troupe::clock> clock,
+                                     cluster_placement_options options, fence_raiser raise_fence,
+                                     home_request ask)
+    : store_(std::move(store)),
+      clock_(std::move(clock)),
+      options_(std::move(options)),
+      raise_fence_(std::move(raise_fence)),
+      ask_(std::move(ask)),
+      strand_(boost::asio::make_strand(store_->executor())) {}
+
+cluster_placement::~cluster_placement() {
+  stopped_ = true;
+  if (watch_) watch_->cancel();
+  if (tick_timer_ != 0) clock_->cancel(tick_timer_);
+  for (timer_id t : retry_timers_) clock_->cancel(t);
+}
+
+template <class Step>
+void cluster_placement::after_retry(Step step) {
+  detail::run_after(*clock_, options_.retry, weak_from_this(), strand_, retry_timers_,
+                    std::move(step));
+}
+
+// -- answers ----------------------------------------------------------------------------------
+
+shard_home cluster_placement::home_locked(shard_id shard) const {
+  if (stopped_ || !read_) return no_home_yet{};
+  auto it = allocations_.find(shard);
+  if (it == allocations_.end()) return no_home_yet{};
+  const coord::allocation& a = it->second;
+  if (a.owner == options_.self) {
+    if (options_.proxy) return no_home_yet{};  // never allocated a shard; nothing to host it
+    if (!raise_fence_) return placed_here{a.mod_revision};
+    // Here only once the store refuses the previous owner's writes.
+    auto f = fences_.find(shard);
+    const bool fenced = f != fences_.end() && f->second.epoch == a.mod_revision &&
+                        f->second.state == fence_state::raised;
+    return fenced ? shard_home{placed_here{a.mod_revision}} : shard_home{no_home_yet{}};
+  }
+  // An owner whose member key is gone hosts nothing: the coordinator reallocates its shards.
+  if (members_.contains(a.owner)) return placed_remote{a.owner.node, a.mod_revision};
+  return no_home_yet{};
+}
+
+shard_home cluster_placement::home_of(shard_id shard) {
+  shard_home home;
+  bool find = false;
+  {
+    std::lock_guard lock(mutex_);
+    home = home_locked(shard);
+    asked_[shard] = home;
+    find = std::holds_alternative<no_home_yet>(home) && read_ && !stopped_;
+  }
+  if (find) {
+    boost::asio::post(strand_, [weak = weak_from_this(), shard] {
+      if (auto self = weak.lock(); self && !self->stopped()) self->find_home(shard);
+    });
+  }
+  return home;
+}
+
+void cluster_placement::set_listener(home_listener listener) {
+  std::lock_guard lock(mutex_);
+  listener_ = std::move(listener);
+}
+
+bool cluster_placement::ready() const {
+  std::lock_guard lock(mutex_);
+  return registered_ && read_;
+}
+
+std::optional<std::string> cluster_placement::address_of(const std::string& node) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& [id, address] : members_) {
+    if (id.node == node) return address;
+  }
+  return std::nullopt;
+}
+
+void cluster_placement::stop() {
+  if (stopped_.exchange(true)) return;
+  boost::asio::post(strand_, [self = shared_from_this()] {
+    ++self->watch_gen_;
+    if (self->watch_) self->watch_->cancel();
+    self->watch_.reset();
+    if (self->tick_timer_ != 0) self->clock_->cancel(self->tick_timer_);
+    self->tick_timer_ = 0;
+    for (timer_id t : self->retry_timers_) self->clock_->cancel(t);
+    self->retry_timers_.clear();
+    self->announce({});  // every home the region knows is now gone
+  });
+}
+
+// -- reading the store ------------------------------------------------------------------------
+
+void cluster_placement::register_region() {
+  cluster::register_region(
+      *store_, options_.cluster, options_.type, {options_.self, options_.proxy},
+      detail::resume_on<revision>(
+          weak_from_this(), strand_, [](cluster_placement& self, std::error_code ec, revision) {
+            if (!ec || ec == errc::invalid_store_request) {  // written, or written before
+              std::lock_guard lock(self.mutex_);
+              self.registered_ = true;
+            } else if (ec == errc::lease_not_found) {
+              troupe::logger()->warn("placement {}: the lease of {} is gone; not registering",
+                                     self.options_.type, self.options_.self.node);
+            } else {
+              self.after_retry([](cluster_placement& s) { s.register_region(); });
+            }
+          }));
+}
+
+void cluster_placement::read() {
+  // Members and allocations in one transaction: one revision for both, so an allocation is never
+  // judged against members older or newer than it.
+  txn_request t;
+  t.success.emplace_back(range_op{key_range::prefix(members_prefix(options_.cluster))});
+  t.success.emplace_back(
+      range_op{key_range::prefix(alloc_prefix(options_.cluster, options_.type))});
+  auto done = [](cluster_placement& self, std::error_code ec, txn_result r) {
+    if (ec || r.ranges.size() != 2) {
+      self.after_retry([](cluster_placement& s) { s.read(); });
+      return;
+    }
+    {
+      std::lock_guard lock(self.mutex_);
+      self.members_.clear();
+      for (const auto& kv : r.ranges[0]) {
+        if (auto m = decode_member(self.options_.cluster, kv.key, kv.value)) {
+          self.members_[m->info.id] = m->address;
+        }
+      }
+      self.allocations_.clear();
+      for (const auto& kv : r.ranges[1]) {
+        if (auto a = decode_allocation(self.options_.cluster, self.options_.type, kv)) {
+          self.allocations_[a->shard] = *a;
+        }
+      }
+      self.read_ = true;
+    }
+    // From R + 1: no change falls between the read and the watch.
+    self.watch_from(r.header_revision + 1);
+    self.announce({});
+  };
+  store_->txn(std::move(t), detail::resume_on<txn_result>(weak_from_this(), strand_, done));
+}
+
+void cluster_placement::watch_from(revision start) {
+  const std::uint64_t gen = ++watch_gen_;
+  if (watch_) watch_->cancel();
+  watch_ = store_->watch(key_range::prefix(cluster_prefix(options_.cluster) + "/"), start,
+                         detail::resume_on<watch_batch>(
+                             weak_from_this(), strand_,
+                             [gen](cluster_placement& self, std::error_code ec, watch_batch b) {
+                               if (gen != self.watch_gen_) return;
+                               if (ec) {
+                                 self.read();  // changes may be missing: read everything again
+                                 return;
+                               }
+                               self.on_batch(b);
+                             }));
+}
+
+void cluster_placement::on_batch(const watch_batch& batch) {
+  const std::string& cluster = options_.cluster;
+  const std::string members = members_prefix(cluster);
+  const std::string allocs = alloc_prefix(cluster, options_.type);
+  std::vector<shard_id> changed;
+  bool members_changed = false;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& e : batch.events) {
+      const auto& kv = e.kv;
+      const bool put = e.type == watch_event::kind::put;
+      if (kv.key.starts_with(members)) {
+        if (put) {
+          if (auto m = decode_member(cluster, kv.key, kv.value)) {
+            members_[m->info.id] = m->address;
+            members_changed = true;
+          }
+        } else if (auto id = member_id_of(cluster, kv.key)) {
+          members_changed |= members_.erase(*id) > 0;
+        }
+      } else if (kv.key.starts_with(allocs)) {
+        if (put) {
+          if (auto a = decode_allocation(cluster, options_.type, kv)) {
+            allocations_[a->shard] = *a;
+            changed.push_back(a->shard);
+          }
+        } else if (auto shard = shard_of_alloc_key(cluster, options_.type, kv.key)) {
+          allocations_.erase(*shard);
+          changed.push_back(*shard);
+        }
+      }
+    }
+  }
+  if (members_changed) {
+    announce({});  // any shard's owner may have come or gone
+  } else if (!changed.empty()) {
+    announce(changed);
+  }
+}
+
+// -- finding homes ----------------------------------------------------------------------------
+
+void cluster_placement::announce(const std::vector<shard_id>& shards) {
+  std::vector<shard_id> changed;
+  std::vector<shard_id> homeless;
+  home_listener listener;
+  {
+    std::lock_guard lock(mutex_);
+    auto recompute = [&](shard_id shard, shard_home& told) {
+      shard_home now = home_locked(shard);
+      if (std::holds_alternative<no_home_yet>(now)) homeless.push_back(shard);
+      if (now != told) {
+        told = std::move(now);
+        changed.push_back(shard);
+      }
+    };
+    if (shards.empty()) {
+      for (auto& [shard, told] : asked_) recompute(shard, told);
+    } else {
+      for (shard_id shard : shards) {
+        if (auto it = asked_.find(shard); it != asked_.end()) recompute(shard, it->second);
+      }
+    }
+    listener = listener_;
+  }
+  if (listener) {
+    for (shard_id shard : changed) listener(shard);
+  }
+  if (!stopped()) {
+    for (shard_id shard : homeless) find_home(shard);
+  }
+}
+
+void cluster_placement::find_home(shard_id shard) {
+  shard_epoch raise_to = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopped_ || !read_) return;
+    auto it = allocations_.find(shard);
+    if (it != allocations_.end() && it->second.owner == options_.self) {
+      if (options_.proxy || !raise_fence_) return;
+      const shard_epoch epoch = it->second.mod_revision;
+      auto& f = fences_[shard];
+      if (f.epoch == epoch && f.state != fence_state::failed) return;  // raising, raised or lost
+      f = {epoch, fence_state::raising};
+      raise_to = epoch;
+    } else if (it != allocations_.end() && members_.contains(it->second.owner)) {
+      return;  // it has a home
+    }
+  }
+  if (raise_to != 0) {
+    raise_fence(shard, raise_to);
+    return;
+  }
+  // No allocation, or its owner is gone: ask the coordinator, at most once per retry interval
+  // (a coordinator that is not leading ignores the question; the tick repeats it).
+  const time_point now = clock_->now();
+  if (auto r = requested_.find(shard); r != requested_.end() && now - r->second < options_.retry) {
+    return;
+  }
+  requested_[shard] = now;
+  ask_(shard);
+}
+
+void cluster_placement::raise_fence(shard_id shard, shard_epoch epoch) {
+  raise_fence_(
+      shard, epoch,
+      detail::resume_on<persistence::fence_raise>(
+          weak_from_this(), strand_,
+          [shard, epoch](cluster_placement& self, std::error_code ec, persistence::fence_raise v) {
+            {
+              std::lock_guard lock(self.mutex_);
+              auto& f = self.fences_[shard];
+              if (f.epoch != epoch) return;  // a newer allocation's raise replaced this one
+              if (ec) {
+                f.state = fence_state::failed;  // the tick tries again
+                troupe::logger()->warn("placement {}: raising the fence of shard {} to {}: {}",
+                                       self.options_.type, shard, epoch, ec.message());
+              } else {
+                // Superseded: a newer allocation exists; the watch will bring it.
+                f.state = v == persistence::fence_raise::raised ? fence_state::raised
+                                                                : fence_state::superseded;
+              }
+            }
+            self.announce({shard});
+          }));
+}
+
+void cluster_placement::tick() {
+  tick_timer_ = clock_->schedule_after(options_.retry, [weak = weak_from_this(), strand = strand_] {
+    boost::asio::post(strand, [weak] {
+      auto self = weak.lock();
+      if (!self || self->stopped() || self->tick_timer_ == 0) return;
+      self->tick();
+      // Homeless shards the region waits for: ask again, raise failed fences again.
+      std::vector<shard_id> homeless;
+      {
+        std::lock_guard lock(self->mutex_);
+        for (const auto& [shard, told] : self->asked_) {
+          if (std::holds_alternative<no_home_yet>(told)) homeless.push_back(shard);
+        }
+      }
+      for (shard_id shard : homeless) self->find_home(shard);
+    });
+  });
+}
+
+}  // namespace troupe::cluster

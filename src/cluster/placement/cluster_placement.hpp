@@ -1,0 +1,159 @@
+#pragma once
+/// The placement of one sharded type on a cluster node: it answers the region's "where does this
+/// shard live" from the allocations in the consensus store (docs/cluster.md, "Placement").
+///
+/// - It registers the type's region under the node's lease (`P/regions/<type>/<node>#<leaseHex>`),
+///   reads the members and the type's allocations in one transaction at a revision R, and follows
+///   both with one watch on `P/` from R + 1, so members and allocations change in one order.
+/// - A shard allocated to this incarnation is `placed_here` only once the store's fence of the
+///   shard stands at the allocation's epoch: from then on the previous owner's writes fail, so
+///   entities recover here only after the old owner can no longer write.
+/// - A shard allocated to a live member elsewhere is `placed_remote` at the allocation's epoch;
+///   a shard with no allocation, or whose owner's member key is gone, has `no_home_yet`, and the
+///   placement asks the coordinator for a home (again every `retry` until it has one).
+/// - Every change to a home the region asked about reaches the listener (on the store's
+///   executor), including the first read and a raised fence.
+///
+/// Threading: home_of() may be called from any thread and never blocks; everything else runs on
+/// one strand over the store's executor.
+
+#include <troupe/cluster/membership/consensus_store.hpp>
+#include <troupe/core/clock.hpp>
+#include <troupe/persistence/records.hpp>
+#include <troupe/sharding/coordination/cluster_view.hpp>
+#include <troupe/sharding/placement.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <system_error>
+#include <vector>
+
+namespace troupe::persistence {
+class plugin;
+}
+
+namespace troupe::cluster {
+
+struct member_record;
+
+/// Raises the store's fence of a shard to an epoch and answers what it found (raised or
+/// superseded), or an error. The answer may come on any thread.
+using fence_raiser =
+    std::function<void(sharding::shard_id, sharding::shard_epoch,
+                       std::function<void(std::error_code, persistence::fence_raise)>)>;
+
+/// The fence raiser of `type` over `store` (a journal's plugin).
+fence_raiser raise_fences_in(std::shared_ptr<persistence::plugin> store, std::string type);
+
+/// Asks the type's coordinator, wherever it runs, for the home of a shard; the answer comes as an
+/// allocation in the store. Must not block.
+using home_request = std::function<void(sharding::shard_id)>;
+
+struct cluster_placement_options {
+  /// The cluster name (P = /troupe/<cluster>).
+  std::string cluster;
+  /// The sharded type's name (a key segment).
+  std::string type;
+  /// This node's incarnation: its id and lease.
+  sharding::coordination::member_id self;
+  /// A proxy region routes and never hosts a shard.
+  bool proxy = false;
+  /// How long before a home request, a failed read, registration or fence raise is repeated.
+  duration retry = std::chrono::milliseconds(500);
+};
+
+/// One sharded type's placement on one cluster node.
+class cluster_placement final : public sharding::placement,
+                                public std::enable_shared_from_this<cluster_placement> {
+ public:
+  /// Registers the region and starts reading. `raise_fence` may be empty for a type that writes
+  /// nothing to a store (nothing to fence). Throws std::invalid_argument for a bad type name, a
+  /// missing store, clock or home request, or an incarnation that is not a lease.
+  static std::shared_ptr<cluster_placement> start(std::shared_ptr<consensus_store> store,
+                                                  std::shared_ptr<troupe::clock> clock,
+                                                  cluster_placement_options options,
+                                                  fence_raiser raise_fence, home_request ask);
+  ~cluster_placement() override;
+
+  [[nodiscard]] sharding::shard_home home_of(sharding::shard_id shard) override;
+  void set_listener(home_listener listener) override;
+
+  /// The region is registered and the first state read is in.
+  [[nodiscard]] bool ready() const;
+  /// Where a member's transport listens, if it is a member now.
+  [[nodiscard]] std::optional<std::string> address_of(const std::string& node) const;
+  /// This incarnation ended (its lease is gone or it fenced itself): from now on no shard has a
+  /// home here or anywhere as far as this node can tell, and nothing more is read or asked.
+  void stop();
+  /// stop() was called.
+  [[nodiscard]] bool stopped() const noexcept { return stopped_.load(); }
+
+ private:
+  struct token {};
+
+ public:
+  cluster_placement(token, std::shared_ptr<consensus_store> store,
+                    std::shared_ptr<troupe::clock> clock, cluster_placement_options options,
+                    fence_raiser raise_fence, home_request ask);
+
+ private:
+  enum class fence_state { raising, raised, superseded, failed };
+  struct shard_fence {
+    sharding::shard_epoch epoch = 0;
+    fence_state state = fence_state::raising;
+  };
+
+  // Guarded by mutex_.
+  [[nodiscard]] sharding::shard_home home_locked(sharding::shard_id shard) const;
+
+  // Each step below runs on strand_.
+  void register_region();
+  void read();
+  void watch_from(revision start);
+  void on_batch(const watch_batch& batch);
+  void find_home(sharding::shard_id shard);
+  void raise_fence(sharding::shard_id shard, sharding::shard_epoch epoch);
+  void tick();
+  /// Recomputes the homes of `shards` (all asked shards when empty) and tells the listener of
+  /// each that changed.
+  void announce(const std::vector<sharding::shard_id>& shards);
+  template <class Step>
+  void after_retry(Step step);
+
+  const std::shared_ptr<consensus_store> store_;
+  const std::shared_ptr<troupe::clock> clock_;
+  const cluster_placement_options options_;
+  const fence_raiser raise_fence_;
+  const home_request ask_;
+  boost::asio::strand<boost::asio::any_io_executor> strand_;
+  std::atomic<bool> stopped_{false};
+
+  mutable std::mutex mutex_;
+  bool registered_ = false;
+  bool read_ = false;
+  std::map<sharding::coordination::member_id, std::string> members_;  // id -> address
+  std::map<sharding::shard_id, sharding::coordination::allocation> allocations_;
+  std::map<sharding::shard_id, shard_fence> fences_;
+  /// What the region was last told for each shard it asked about.
+  std::map<sharding::shard_id, sharding::shard_home> asked_;
+  home_listener listener_;
+
+  // Strand-only state.
+  std::map<sharding::shard_id, time_point> requested_;  // last home request per homeless shard
+  std::uint64_t watch_gen_ = 0;
+  std::unique_ptr<watch_handle> watch_;
+  timer_id tick_timer_ = 0;
+  std::set<timer_id> retry_timers_;
+};
+
+}  // namespace troupe::cluster
