@@ -146,6 +146,11 @@ bool cluster_placement::ready() const {
   return registered_ && read_;
 }
 
+std::vector<std::pair<coord::member_id, std::string>> cluster_placement::members() const {
+  std::lock_guard lock(mutex_);
+  return {members_.begin(), members_.end()};
+}
+
 std::optional<std::string> cluster_placement::address_of(const std::string& node) const {
   std::lock_guard lock(mutex_);
   for (const auto& [id, address] : members_) {

@@ -36,6 +36,7 @@
 #include <set>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace troupe::persistence {
@@ -90,6 +91,9 @@ class cluster_placement final : public sharding::placement,
 
   /// The region is registered and the first state read is in.
   [[nodiscard]] bool ready() const;
+  /// The members now, with the address each one's transport listens at.
+  [[nodiscard]] std::vector<std::pair<sharding::coordination::member_id, std::string>> members()
+      const;
   /// Where a member's transport listens, if it is a member now.
   [[nodiscard]] std::optional<std::string> address_of(const std::string& node) const;
   /// This incarnation ended (its lease is gone or it fenced itself): from now on no shard has a

@@ -1,0 +1,34 @@
+#pragma once
+/// The messages the cluster itself sends between nodes. Add them to the registry every node's
+/// remoting uses before the node starts:
+///
+///   auto registry = std::make_shared<troupe::cluster::message_registry>();
+///   troupe::cluster::add_cluster_messages(*registry);
+
+#include <troupe/cluster/message_registry.hpp>
+
+#include <boost/describe/class.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace troupe::cluster {
+
+/// A region's question to the coordinator of `type`: where does `shard` live? Sent to the
+/// coordinator endpoint of every member (only the leader's runner answers, by writing the
+/// allocation the asker watches for).
+struct home_request_message {
+  std::string type;
+  /// The asking incarnation: its node id and lease.
+  std::string node;
+  std::int64_t incarnation = 0;
+  std::uint32_t shard = 0;
+};
+BOOST_DESCRIBE_STRUCT(home_request_message, (), (type, node, incarnation, shard))
+
+/// Registers the cluster's own messages (manifests `troupe.cluster.*`).
+inline void add_cluster_messages(message_registry& registry) {
+  registry.add<home_request_message>("troupe.cluster.home_request");
+}
+
+}  // namespace troupe::cluster

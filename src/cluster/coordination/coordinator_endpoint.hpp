@@ -1,0 +1,58 @@
+#pragma once
+/// How a region's question reaches its type's coordinator on whichever node leads: every node
+/// runs one endpoint actor, `/system/cluster-coordinators`, exposed to the other nodes, that hands
+/// each home_request_message to the local runner of its type. A placement's home request goes to
+/// the local runner and to the endpoint of every other member; the runners that do not lead
+/// ignore it, so nobody needs to know who leads, and a new leader is asked at the next retry.
+
+#include <troupe/cluster/cluster_messages.hpp>
+#include <troupe/cluster/remote_node.hpp>
+#include <troupe/core/actor.hpp>
+
+#include "cluster/coordination/coordinator_runner.hpp"
+#include "cluster/placement/cluster_placement.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace troupe::cluster {
+
+/// The path of every node's coordinator endpoint.
+inline constexpr const char* coordinator_endpoint_path = "/system/cluster-coordinators";
+
+/// The runners of this node, by type; shared by the endpoint and the cluster's wiring.
+class coordinator_directory {
+ public:
+  /// Sets (or, with null, removes) the runner of `type`.
+  void set(const std::string& type, std::shared_ptr<coordinator_runner> runner);
+  /// The runner of `type`, or null.
+  [[nodiscard]] std::shared_ptr<coordinator_runner> find(const std::string& type) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<coordinator_runner>, std::less<>> runners_;
+};
+
+/// Hands home requests from other nodes to this node's runners.
+class coordinator_endpoint final : public troupe::actor<home_request_message> {
+ public:
+  explicit coordinator_endpoint(std::shared_ptr<const coordinator_directory> runners)
+      : runners_(std::move(runners)) {}
+
+ private:
+  void receive(home_request_message& m) override;
+
+  std::shared_ptr<const coordinator_directory> runners_;
+};
+
+/// The home request of `placement`'s type on this node: the local runner, and every other
+/// member's endpoint over `remote` (addresses from the placement's view of the members).
+/// Holds the placement weakly.
+home_request ask_every_coordinator(std::shared_ptr<const coordinator_directory> runners,
+                                   remote_node& remote, std::string type,
+                                   sharding::coordination::member_id self,
+                                   std::shared_ptr<std::weak_ptr<cluster_placement>> placement);
+
+}  // namespace troupe::cluster
