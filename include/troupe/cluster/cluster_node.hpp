@@ -1,0 +1,113 @@
+#pragma once
+/// A node's membership in a cluster, and what makes its sharded types run across the cluster:
+///
+///   auto registry = std::make_shared<troupe::cluster::message_registry>();
+///   troupe::cluster::add_cluster_messages(*registry);   // and the sharded types' messages
+///   troupe::cluster::remote_node remote(system, remote_options{}.with_registry(registry)...);
+///   auto node = troupe::cluster::cluster_node::join(system, sharding, remote, store,
+///                                                   cluster_node_options{}.with_roles({"cart"}));
+///   node->joined().get();                     // the lease is granted, the member key written
+///   sharding.start(cart_options);             // placed by the cluster's coordinator
+///
+/// Joining grants the node's lease (the lease keeper renews it and fences the node when it can't
+/// be sure the lease lives), writes the member key under it, and starts the node's coordinator
+/// endpoint. Every sharded type started afterwards gets a coordinator runner (the election picks
+/// one per type in the cluster) and a cluster placement: shards are allocated to the regions of
+/// the type, and a shard is hosted here only once its store fence is raised to its epoch. See
+/// docs/cluster.md for the parts and what is not built yet.
+
+#include <troupe/cluster/membership/consensus_store.hpp>
+#include <troupe/cluster/remote_node.hpp>
+#include <troupe/core/actor_system.hpp>
+#include <troupe/core/clock.hpp>
+#include <troupe/sharding/cluster_sharding.hpp>
+#include <troupe/sharding/coordination/allocation_strategy.hpp>
+#include <troupe/sharding/coordination/cluster_view.hpp>
+
+#include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace troupe::cluster {
+
+struct cluster_node_options {
+  /// The cluster's name: its keys live under /troupe/<name>/.
+  std::string cluster_name = "troupe";
+  /// This node's id (no '/', '#' or newline); empty: the remote address ("host:port").
+  std::string node;
+  /// The roles the node was started with; a type with a role runs on nodes that have it.
+  std::vector<std::string> roles;
+  /// The application's version (dot-separated numbers), for rolling updates.
+  std::string app_version;
+  /// The node's lease: at least 2 s. The node fences itself `lease_margin` before it could
+  /// expire.
+  duration lease_ttl = std::chrono::seconds(3);
+  duration lease_margin = std::chrono::milliseconds(500);
+  /// How long before a failed store request or an unanswered home request is repeated.
+  duration retry = std::chrono::milliseconds(500);
+  /// Each type's allocation strategy; empty: the spec's default, hash mod regions.
+  std::function<std::unique_ptr<sharding::coordination::allocation_strategy>(
+      const sharding::region_settings&)>
+      strategy;
+
+  cluster_node_options& with_cluster_name(std::string n) {
+    cluster_name = std::move(n);
+    return *this;
+  }
+  cluster_node_options& with_node(std::string n) {
+    node = std::move(n);
+    return *this;
+  }
+  cluster_node_options& with_roles(std::vector<std::string> r) {
+    roles = std::move(r);
+    return *this;
+  }
+  cluster_node_options& with_lease_ttl(duration ttl) {
+    lease_ttl = ttl;
+    return *this;
+  }
+};
+
+/// One node of a cluster.
+class cluster_node {
+ public:
+  /// Joins `store`'s cluster with `remote`'s address. `clock` must count suspended time in
+  /// production (the default, make_boottime_clock). Sharded types must be started on `sharding`
+  /// after joined() completes. Throws std::invalid_argument for a bad node id or role.
+  static std::shared_ptr<cluster_node> join(actor_system& system,
+                                            sharding::cluster_sharding& sharding,
+                                            remote_node& remote,
+                                            std::shared_ptr<consensus_store> store,
+                                            cluster_node_options options = {},
+                                            std::shared_ptr<troupe::clock> clock = nullptr);
+  /// Stops: the runners resign, the lease is no longer renewed (it runs out on its own).
+  ~cluster_node();
+  cluster_node(const cluster_node&) = delete;
+  cluster_node& operator=(const cluster_node&) = delete;
+
+  /// Ready once the lease is granted and the member key written; holds the error otherwise
+  /// (troupe::error with the store's code).
+  [[nodiscard]] std::shared_future<void> joined() const;
+  /// The type's region is registered and has read the allocations once.
+  [[nodiscard]] bool ready(const std::string& type_name) const;
+  /// This incarnation: the node id and its lease (lease 0 before joined()).
+  [[nodiscard]] sharding::coordination::member_id self() const;
+  /// The node fenced itself (lost or left its lease): it hosts no shard any more.
+  [[nodiscard]] bool fenced() const;
+  /// Whether this node's runner of the type leads it.
+  [[nodiscard]] bool leads(const std::string& type_name) const;
+  /// Revokes the lease: the node's keys go at once and its shards move. (A graceful leave that
+  /// hands shards off first is part 2 of the cluster.) `done` gets the store's answer.
+  void leave(std::function<void(std::error_code)> done = {});
+
+  struct state;
+
+ private:
+  explicit cluster_node(std::shared_ptr<state> s) : state_(std::move(s)) {}
+  std::shared_ptr<state> state_;
+};
+
+}  // namespace troupe::cluster

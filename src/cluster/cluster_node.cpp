@@ -1,0 +1,237 @@
+#include <troupe/cluster/cluster_node.hpp>
+#include <troupe/core/boottime_clock.hpp>
+#include <troupe/core/errc.hpp>
+#include <troupe/persistence/persistence_extension.hpp>
+
+#include "cluster/coordination/coordination_keys.hpp"
+#include "cluster/coordination/coordinator_endpoint.hpp"
+#include "cluster/membership/lease_keeper.hpp"
+#include "cluster/membership/members.hpp"
+#include "cluster/placement/cluster_placement.hpp"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <utility>
+
+namespace troupe::cluster {
+
+namespace coord = sharding::coordination;
+
+struct cluster_node::state : std::enable_shared_from_this<state> {
+  actor_system* system = nullptr;
+  remote_node* remote = nullptr;
+  std::shared_ptr<consensus_store> store;
+  std::shared_ptr<troupe::clock> clock;
+  cluster_node_options options;
+  std::string address;
+  std::shared_ptr<coordinator_directory> runners = std::make_shared<coordinator_directory>();
+  untyped_ref endpoint;
+  std::shared_ptr<lease_keeper> keeper;
+  std::promise<void> joined_promise;
+  std::shared_future<void> joined = joined_promise.get_future().share();
+
+  mutable std::mutex mutex;
+  lease_id lease = 0;
+  bool fenced = false;
+  std::map<std::string, std::shared_ptr<cluster_placement>, std::less<>> placements;
+
+  bool has_role(const std::string& role) const {
+    return role.empty() ||
+           std::find(options.roles.begin(), options.roles.end(), role) != options.roles.end();
+  }
+
+  /// The node's lease is gone or in doubt: nothing here hosts or decides any more.
+  void stop_everything() {
+    std::map<std::string, std::shared_ptr<cluster_placement>, std::less<>> placed;
+    {
+      std::lock_guard lock(mutex);
+      fenced = true;
+      placed.swap(placements);
+    }
+    for (auto& [type, p] : placed) {
+      p->stop();
+      if (auto r = runners->find(type)) r->stop();
+      runners->set(type, nullptr);
+    }
+  }
+
+  void on_granted(std::error_code ec, lease_id granted) {
+    if (ec) {
+      joined_promise.set_exception(
+          std::make_exception_ptr(troupe::error(ec, "cluster: granting the node's lease")));
+      return;
+    }
+    member_record m;
+    m.info.id = {options.node, granted};
+    m.info.roles = options.roles;
+    m.info.app_version = options.app_version;
+    m.address = address;
+    register_member(*store, options.cluster_name, m,
+                    [self = shared_from_this(), granted](std::error_code e, revision) {
+                      if (e) {
+                        self->joined_promise.set_exception(std::make_exception_ptr(
+                            troupe::error(e, "cluster: writing the member key")));
+                        return;
+                      }
+                      {
+                        std::lock_guard lock(self->mutex);
+                        self->lease = granted;
+                      }
+                      troupe::logger()->info("cluster {}: {} joined at {} (lease {:x})",
+                                             self->options.cluster_name, self->options.node,
+                                             self->address, granted);
+                      self->joined_promise.set_value();
+                    });
+  }
+
+  std::shared_ptr<sharding::placement> place(const sharding::region_settings& s) {
+    coord::member_id self;
+    {
+      std::lock_guard lock(mutex);
+      if (lease == 0 || fenced) {
+        throw troupe::error(troupe::errc::invalid_config,
+                            "cluster: start sharded type '" + s.type_name +
+                                "' after cluster_node::joined() and before the node is fenced");
+      }
+      self = {options.node, lease};
+    }
+    check_type_name(s.type_name);
+    const bool hosts = !s.proxy && has_role(s.role);
+    std::shared_ptr<coordinator_runner> runner;
+    if (hosts) {
+      coordinator_runner_options ro;
+      ro.cluster = options.cluster_name;
+      ro.type = s.type_name;
+      ro.self = self;
+      ro.settings.role = s.role;
+      ro.retry = options.retry;
+      auto strategy =
+          options.strategy ? options.strategy(s) : coord::make_hash_mod_regions_strategy();
+      // Answers travel as the allocations every region watches.
+      runner = coordinator_runner::start(store, clock, std::move(ro), std::move(strategy),
+                                         [](const coord::answer_home&) {});
+      runners->set(s.type_name, runner);
+    }
+    fence_raiser fences;
+    if (hosts) {
+      fences = raise_fences_in(
+          persistence::persistence_extension::get(*system).plugin_for(s.type_name), s.type_name);
+    }
+    cluster_placement_options po;
+    po.cluster = options.cluster_name;
+    po.type = s.type_name;
+    po.self = self;
+    po.proxy = !hosts;
+    po.retry = options.retry;
+    auto cell = std::make_shared<std::weak_ptr<cluster_placement>>();
+    auto placement =
+        cluster_placement::start(store, clock, std::move(po), std::move(fences),
+                                 ask_every_coordinator(runners, *remote, s.type_name, self, cell));
+    *cell = placement;
+    std::lock_guard lock(mutex);
+    placements[s.type_name] = placement;
+    return placement;
+  }
+};
+
+namespace {
+
+void check_node_text(const std::string& what, const std::string& text) {
+  if (text.empty() || text.find_first_of("/#\n") != std::string::npos) {
+    throw std::invalid_argument("cluster_node: the " + what + " '" + text +
+                                "' must be non-empty without '/', '#' or a newline");
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
+                                                 sharding::cluster_sharding& sharding,
+                                                 remote_node& remote,
+                                                 std::shared_ptr<consensus_store> store,
+                                                 cluster_node_options options,
+                                                 std::shared_ptr<troupe::clock> clock) {
+  if (!store) throw std::invalid_argument("cluster_node: a consensus store is required");
+  auto s = std::make_shared<state>();
+  s->system = &system;
+  s->remote = &remote;
+  s->store = std::move(store);
+  s->clock = clock ? std::move(clock) : make_boottime_clock();
+  s->address = to_string(remote.self().address);
+  if (options.node.empty()) options.node = s->address;
+  check_node_text("node id", options.node);
+  check_node_text("cluster name", options.cluster_name);
+  for (const auto& role : options.roles) check_node_text("role", role);
+  s->options = std::move(options);
+
+  s->endpoint = system.spawn_system_actor<coordinator_endpoint>(
+      spawn_options{"cluster-coordinators"},
+      std::shared_ptr<const coordinator_directory>(s->runners));
+  remote.expose(s->endpoint);
+
+  sharding.set_placement_factory(
+      [weak = std::weak_ptr<state>(s)](
+          const sharding::region_settings& settings) -> std::shared_ptr<sharding::placement> {
+        auto self = weak.lock();
+        if (!self)
+          throw troupe::error(troupe::errc::invalid_config, "cluster: the cluster node is gone");
+        return self->place(settings);
+      });
+
+  lease_keeper_options lo;
+  lo.ttl = s->options.lease_ttl;
+  lo.margin = s->options.lease_margin;
+  std::weak_ptr<state> weak = s;
+  s->keeper = lease_keeper::start(
+      s->store, s->clock, lo,
+      [weak](std::error_code ec, lease_id lease) {
+        if (auto self = weak.lock()) self->on_granted(ec, lease);
+      },
+      [weak](fence_reason why) {
+        auto self = weak.lock();
+        if (!self) return;
+        troupe::logger()->warn("cluster {}: {} fenced itself ({}): it hosts no shard any more",
+                               self->options.cluster_name, self->options.node, to_string(why));
+        self->stop_everything();
+      });
+  return std::shared_ptr<cluster_node>(new cluster_node(std::move(s)));
+}
+
+cluster_node::~cluster_node() {
+  state_->stop_everything();
+  state_->keeper->stop();
+  state_->system->stop(state_->endpoint);
+}
+
+std::shared_future<void> cluster_node::joined() const { return state_->joined; }
+
+bool cluster_node::ready(const std::string& type_name) const {
+  std::lock_guard lock(state_->mutex);
+  auto it = state_->placements.find(type_name);
+  return it != state_->placements.end() && it->second->ready();
+}
+
+coord::member_id cluster_node::self() const {
+  std::lock_guard lock(state_->mutex);
+  return {state_->options.node, state_->lease};
+}
+
+bool cluster_node::fenced() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->fenced || state_->keeper->fenced();
+}
+
+bool cluster_node::leads(const std::string& type_name) const {
+  auto runner = state_->runners->find(type_name);
+  return runner && runner->leading();
+}
+
+void cluster_node::leave(std::function<void(std::error_code)> done) {
+  state_->keeper->revoke([done = std::move(done)](std::error_code ec) {
+    if (done) done(ec);
+  });
+}
+
+}  // namespace troupe::cluster

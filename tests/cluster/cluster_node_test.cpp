@@ -1,0 +1,229 @@
+// ctest-labels: concurrency
+// Nodes joining a cluster on one in-process etcd and the in-memory network: a sharded type
+// started on each is placed by the elected coordinator, each node hosts only the shards
+// allocated to it (at the allocation's epoch), and when a node leaves, its shards move and the
+// messages that waited for them are delivered on the node that now hosts them, in order.
+#include <troupe/cluster/cluster_messages.hpp>
+#include <troupe/cluster/cluster_node.hpp>
+#include <troupe/cluster/membership/in_process_store.hpp>
+#include <troupe/core/detail/actor_cell.hpp>
+#include <troupe/sharding/cluster_sharding.hpp>
+#include <troupe/testkit/test_probe.hpp>
+
+#include "cluster/coordination/coordination_keys.hpp"
+#include "support/io_thread.hpp"
+#include "support/two_nodes.hpp"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace troupe::cluster {
+namespace {
+
+using namespace std::chrono_literals;
+using sharding::cluster_sharding;
+using sharding::sharding_options;
+using troupe::testkit::await_condition;
+
+struct note {
+  std::string id;
+  int n = 0;
+};
+
+/// What every entity of every node saw: (node, epoch, n) per entity id, in arrival order.
+struct ledger {
+  struct entry {
+    std::string node;
+    std::uint64_t epoch = 0;
+    int n = 0;
+  };
+  std::mutex mutex;
+  std::map<std::string, std::vector<entry>> by_id;
+  /// Entities started, per id and node.
+  std::map<std::string, std::vector<std::string>> starts;
+
+  std::size_t delivered(const std::string& id) {
+    std::lock_guard lock(mutex);
+    auto it = by_id.find(id);
+    return it == by_id.end() ? 0 : it->second.size();
+  }
+};
+
+class recorder final : public troupe::actor<note> {
+ public:
+  recorder(std::string node, std::shared_ptr<ledger> book)
+      : node_(std::move(node)), book_(std::move(book)) {}
+
+ private:
+  void pre_start() override {
+    const auto* home = troupe::detail::current_cell()->home();
+    epoch_ = home != nullptr && home->fence_epoch ? *home->fence_epoch : 0;
+    std::lock_guard lock(book_->mutex);
+    book_->starts[context().entity()->entity_id].push_back(node_);
+  }
+  void receive(note& m) override {
+    std::lock_guard lock(book_->mutex);
+    book_->by_id[m.id].push_back({node_, epoch_, m.n});
+  }
+  std::string node_;
+  std::shared_ptr<ledger> book_;
+  std::uint64_t epoch_ = 0;
+};
+
+std::shared_ptr<message_registry> registry() {
+  auto r = std::make_shared<message_registry>();
+  add_cluster_messages(*r);
+  return r;
+}
+
+/// One node: its system and remoting, its store client, and its membership.
+struct member {
+  member(test::network& net, in_process_etcd& etcd, test::io_thread& io, const std::string& name,
+         std::shared_ptr<troupe::clock> clock)
+      : node(net, registry(), {}, name), store(etcd.client(io.executor())) {
+    cluster = cluster_node::join(node.system, cluster_sharding::get(node.system), *node.remote,
+                                 store, cluster_node_options{}.with_node(name).with_lease_ttl(2s),
+                                 std::move(clock));
+  }
+  ~member() { cluster.reset(); }
+
+  troupe::actor_ref<note> start(const std::shared_ptr<ledger>& book, const std::string& name) {
+    return cluster_sharding::get(node.system)
+        .start(sharding_options<note>::create()
+                   .with_type_name("recorder")
+                   .with_entity<recorder>(name, book)
+                   .with_extract_entity_id([](const note& n) { return n.id; })
+                   .with_num_shards(8));
+  }
+
+  test::node node;
+  std::shared_ptr<consensus_store> store;
+  std::shared_ptr<cluster_node> cluster;
+};
+
+class cluster_node_test : public ::testing::Test {
+ protected:
+  test::network net_{test::net_kind::memory};
+  std::shared_ptr<troupe::clock> clock_ = make_steady_clock();
+  in_process_etcd etcd_{clock_};
+  test::io_thread io_;
+  std::shared_ptr<ledger> book_ = std::make_shared<ledger>();
+};
+
+TEST_F(cluster_node_test, a_type_starts_only_on_a_node_that_has_joined) {
+  test::node n(net_, registry(), {}, "lonely");
+  auto store = etcd_.client(io_.executor());
+  etcd_.set_reachable(*store, false);  // the grant cannot be answered
+  auto node = cluster_node::join(n.system, cluster_sharding::get(n.system), *n.remote, store,
+                                 cluster_node_options{}.with_node("lonely"), clock_);
+  EXPECT_EQ(node->self().incarnation, 0);
+  try {
+    (void)cluster_sharding::get(n.system).start(
+        sharding_options<note>::create()
+            .with_type_name("recorder")
+            .with_entity<recorder>(std::string("lonely"), book_)
+            .with_extract_entity_id([](const note& m) { return m.id; }));
+    ADD_FAILURE() << "started before joining";
+  } catch (const troupe::error& e) {
+    EXPECT_EQ(e.code(), make_error_code(troupe::errc::invalid_config));
+    EXPECT_NE(std::string(e.what()).find("joined"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(cluster_node::join(n.system, cluster_sharding::get(n.system), *n.remote, store,
+                                  cluster_node_options{}.with_node("a#b"), clock_),
+               std::invalid_argument);
+}
+
+TEST_F(cluster_node_test,
+       shards_split_over_the_nodes_and_move_with_their_waiting_messages_when_one_leaves) {
+  member a(net_, etcd_, io_, "a", clock_);
+  member b(net_, etcd_, io_, "b", clock_);
+  a.cluster->joined().get();
+  b.cluster->joined().get();
+  auto to_a = a.start(book_, "a");
+  (void)b.start(book_, "b");
+  await_condition([&] { return a.cluster->ready("recorder") && b.cluster->ready("recorder"); }, 5s,
+                  "both regions ready");
+  EXPECT_NE(a.cluster->leads("recorder"), b.cluster->leads("recorder"));
+
+  // Only a's region gets messages. Those of a's shards arrive on a; those of b's shards wait on
+  // a (no routing across nodes yet), and b hosts nothing because its region got no message.
+  std::vector<std::string> ids;
+  for (int i = 0; i < 24; ++i) ids.push_back("user-" + std::to_string(i));
+  for (int n = 0; n < 3; ++n) {
+    for (const auto& id : ids) to_a.tell(note{id, n});
+  }
+  // Which node each id's shard was allocated to, once every one of them has an allocation.
+  std::map<std::string, std::string> owner_of;
+  await_condition(
+      [&] {
+        std::promise<range_result> read;
+        a.store->range(key_range::prefix("/troupe/troupe/alloc/recorder/"),
+                       [&](std::error_code, range_result r) { read.set_value(std::move(r)); });
+        std::map<troupe::sharding::shard_id, std::string> owners;
+        for (const auto& kv : read.get_future().get().kvs) {
+          if (auto al = decode_allocation("troupe", "recorder", kv)) {
+            owners[al->shard] = al->owner.node;
+          }
+        }
+        owner_of.clear();
+        for (const auto& id : ids) {
+          auto it = owners.find(troupe::sharding::shard_of(id, 8));
+          if (it == owners.end()) return false;
+          owner_of[id] = it->second;
+        }
+        return true;
+      },
+      10s, "every id's shard allocated");
+  std::vector<std::string> moved;
+  for (const auto& id : ids) {
+    if (owner_of[id] == "b") moved.push_back(id);
+  }
+  ASSERT_FALSE(moved.empty());
+  ASSERT_LT(moved.size(), ids.size());
+  await_condition(
+      [&] {
+        for (const auto& id : ids) {
+          if (owner_of[id] == "a" && book_->delivered(id) < 3) return false;
+        }
+        return true;
+      },
+      10s, "a's shards delivered");
+  for (const auto& id : moved) EXPECT_EQ(book_->delivered(id), 0u) << id << " waits for b's shard";
+
+  b.cluster->leave();  // b's keys go at once; its shards move to a, the only region left
+  await_condition(
+      [&] {
+        for (const auto& id : ids) {
+          if (book_->delivered(id) < 3) return false;
+        }
+        return true;
+      },
+      15s, "every message delivered after b left");
+
+  std::lock_guard lock(book_->mutex);
+  std::uint64_t first_epoch_here = 0;
+  for (const auto& id : ids) {
+    const auto& got = book_->by_id[id];
+    ASSERT_EQ(got.size(), 3u) << id;
+    for (int n = 0; n < 3; ++n) {
+      EXPECT_EQ(got[n].n, n) << id;  // in the order sent
+      EXPECT_EQ(got[n].node, "a") << id;
+      EXPECT_GT(got[n].epoch, 0u) << id;  // at an allocation's epoch
+    }
+    EXPECT_EQ(book_->starts[id], std::vector<std::string>{"a"}) << id;  // one activation
+    if (std::find(moved.begin(), moved.end(), id) == moved.end()) {
+      first_epoch_here = std::max(first_epoch_here, got[0].epoch);
+    }
+  }
+  // The moved shards were allocated again after b left: later epochs than any first allocation.
+  for (const auto& id : moved) EXPECT_GT(book_->by_id[id][0].epoch, first_epoch_here) << id;
+}
+
+}  // namespace
+}  // namespace troupe::cluster
