@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 namespace troupe::cluster {
@@ -21,6 +22,7 @@ namespace coord = sharding::coordination;
 
 struct cluster_node::state : std::enable_shared_from_this<state> {
   actor_system* system = nullptr;
+  sharding::cluster_sharding* sharding = nullptr;
   remote_node* remote = nullptr;
   std::shared_ptr<consensus_store> store;
   std::shared_ptr<troupe::clock> clock;
@@ -156,6 +158,7 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
   if (!store) throw std::invalid_argument("cluster_node: a consensus store is required");
   auto s = std::make_shared<state>();
   s->system = &system;
+  s->sharding = &sharding;
   s->remote = &remote;
   s->store = std::move(store);
   s->clock = clock ? std::move(clock) : make_boottime_clock();
@@ -200,6 +203,10 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
 }
 
 cluster_node::~cluster_node() {
+  if (leaving_.joinable()) {
+    leaving_.request_stop();
+    leaving_.join();
+  }
   state_->stop_everything();
   state_->keeper->stop();
   state_->system->stop(state_->endpoint);
@@ -229,9 +236,46 @@ bool cluster_node::leads(const std::string& type_name) const {
 }
 
 void cluster_node::leave(std::function<void(std::error_code)> done) {
-  state_->keeper->revoke([done = std::move(done)](std::error_code ec) {
-    if (done) done(ec);
-  });
+  std::vector<std::string> types;
+  {
+    std::lock_guard lock(state_->mutex);
+    for (const auto& [type, p] : state_->placements) types.push_back(type);
+  }
+  // The placements stop first: every region hears its running shards' homes are gone and stops
+  // them. The keys go only once no shard runs here, so a shard's next owner never starts
+  // beside a copy still draining here.
+  state_->stop_everything();
+  if (leaving_.joinable()) return;  // already leaving
+  leaving_ = std::jthread(
+      [s = state_, types = std::move(types), done = std::move(done)](std::stop_token stop) {
+        const auto deadline = std::chrono::steady_clock::now() + s->options.lease_ttl;
+        for (const auto& type : types) {
+          while (!stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
+            bool running = false;
+            try {
+              for (const auto& shard : s->sharding->state(type, std::chrono::seconds(1)).shards) {
+                running |= shard.resident || shard.stopping;
+              }
+            } catch (const troupe::error& e) {
+              // A busy region answers late and may still run shards; any other error: it is
+              // gone, and nothing of it runs.
+              if (e.value() != troupe::errc::ask_timeout) break;
+              running = true;
+            } catch (const std::exception&) {
+              break;
+            }
+            if (!running) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+        }
+        if (stop.stop_requested()) {  // the node is being destroyed: its lease runs out instead
+          if (done) done(std::make_error_code(std::errc::operation_canceled));
+          return;
+        }
+        s->keeper->revoke([done](std::error_code ec) {
+          if (done) done(ec);
+        });
+      });
 }
 
 }  // namespace troupe::cluster

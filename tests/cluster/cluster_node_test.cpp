@@ -1,8 +1,9 @@
 // ctest-labels: concurrency
-// Nodes joining a cluster on one in-process etcd and the in-memory network: a sharded type
-// started on each is placed by the elected coordinator, each node hosts only the shards
-// allocated to it (at the allocation's epoch), and when a node leaves, its shards move and the
-// messages that waited for them are delivered on the node that now hosts them, in order.
+// Nodes joining a cluster on the in-memory network, on the in-process model of etcd and on a
+// real etcd (TROUPE_ETCD_ENDPOINTS): a sharded type started on each is placed by the elected
+// coordinator, each node hosts only the shards allocated to it (at the allocation's epoch), and
+// when a node leaves, its shards move and the messages that waited for them are delivered on
+// the node that now hosts them, in order.
 #include <troupe/cluster/cluster_messages.hpp>
 #include <troupe/cluster/cluster_node.hpp>
 #include <troupe/cluster/membership/in_process_store.hpp>
@@ -11,16 +12,19 @@
 #include <troupe/testkit/test_probe.hpp>
 
 #include "cluster/coordination/coordination_keys.hpp"
+#include "support/etcd_endpoints.hpp"
 #include "support/io_thread.hpp"
 #include "support/two_nodes.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace troupe::cluster {
@@ -34,6 +38,8 @@ using troupe::testkit::await_condition;
 struct note {
   std::string id;
   int n = 0;
+  /// How long the entity works on it.
+  int work_ms = 0;
 };
 
 /// What every entity of every node saw: (node, epoch, n) per entity id, in arrival order.
@@ -47,6 +53,14 @@ struct ledger {
   std::map<std::string, std::vector<entry>> by_id;
   /// Entities started, per id and node.
   std::map<std::string, std::vector<std::string>> starts;
+  /// "start <node> <id>" and "stop <node> <id>", in the order they happened.
+  std::vector<std::string> events;
+
+  std::size_t position(const std::string& event) {
+    std::lock_guard lock(mutex);
+    auto it = std::find(events.begin(), events.end(), event);
+    return static_cast<std::size_t>(it - events.begin());
+  }
 
   std::size_t delivered(const std::string& id) {
     std::lock_guard lock(mutex);
@@ -66,8 +80,14 @@ class recorder final : public troupe::actor<note> {
     epoch_ = home != nullptr && home->fence_epoch ? *home->fence_epoch : 0;
     std::lock_guard lock(book_->mutex);
     book_->starts[context().entity()->entity_id].push_back(node_);
+    book_->events.push_back("start " + node_ + " " + context().entity()->entity_id);
+  }
+  void post_stop() override {
+    std::lock_guard lock(book_->mutex);
+    book_->events.push_back("stop " + node_ + " " + context().entity()->entity_id);
   }
   void receive(note& m) override {
+    if (m.work_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(m.work_ms));
     std::lock_guard lock(book_->mutex);
     book_->by_id[m.id].push_back({node_, epoch_, m.n});
   }
@@ -84,12 +104,15 @@ std::shared_ptr<message_registry> registry() {
 
 /// One node: its system and remoting, its store client, and its membership.
 struct member {
-  member(test::network& net, in_process_etcd& etcd, test::io_thread& io, const std::string& name,
-         std::shared_ptr<troupe::clock> clock)
-      : node(net, registry(), {}, name), store(etcd.client(io.executor())) {
+  member(test::network& net, std::shared_ptr<consensus_store> client,
+         const std::string& cluster_name, const std::string& name,
+         std::shared_ptr<troupe::clock> clock, duration ttl = 2s)
+      : node(net, registry(), {}, name), store(std::move(client)) {
+    auto options =
+        cluster_node_options{}.with_cluster_name(cluster_name).with_node(name).with_lease_ttl(ttl);
+    options.retry = 50ms;  // homeless shards are asked for again soon: moves are quick
     cluster = cluster_node::join(node.system, cluster_sharding::get(node.system), *node.remote,
-                                 store, cluster_node_options{}.with_node(name).with_lease_ttl(2s),
-                                 std::move(clock));
+                                 store, std::move(options), std::move(clock));
   }
   ~member() { cluster.reset(); }
 
@@ -116,6 +139,30 @@ class cluster_node_test : public ::testing::Test {
   std::shared_ptr<ledger> book_ = std::make_shared<ledger>();
 };
 
+enum class store_kind { model, etcd };
+
+/// The same nodes on the in-process model and on a real etcd (skipped without
+/// TROUPE_ETCD_ENDPOINTS; a fresh cluster name per run).
+class cluster_node_stores : public cluster_node_test,
+                            public ::testing::WithParamInterface<store_kind> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == store_kind::etcd) {
+      endpoints_ = test::etcd_endpoints();
+      if (endpoints_.empty())
+        GTEST_SKIP() << "TROUPE_ETCD_ENDPOINTS is not set (scripts/etcd.sh start)";
+      cluster_name_ = test::fresh_name("cluster-node-test");
+    }
+  }
+  std::shared_ptr<consensus_store> client() {
+    if (GetParam() == store_kind::model) return etcd_.client(io_.executor());
+    return make_etcd_store(io_.executor(), {endpoints_});
+  }
+
+  std::vector<std::string> endpoints_;
+  std::string cluster_name_ = "troupe";
+};
+
 TEST_F(cluster_node_test, a_type_starts_only_on_a_node_that_has_joined) {
   test::node n(net_, registry(), {}, "lonely");
   auto store = etcd_.client(io_.executor());
@@ -139,10 +186,10 @@ TEST_F(cluster_node_test, a_type_starts_only_on_a_node_that_has_joined) {
                std::invalid_argument);
 }
 
-TEST_F(cluster_node_test,
+TEST_P(cluster_node_stores,
        shards_split_over_the_nodes_and_move_with_their_waiting_messages_when_one_leaves) {
-  member a(net_, etcd_, io_, "a", clock_);
-  member b(net_, etcd_, io_, "b", clock_);
+  member a(net_, client(), cluster_name_, "a", clock_);
+  member b(net_, client(), cluster_name_, "b", clock_);
   a.cluster->joined().get();
   b.cluster->joined().get();
   auto to_a = a.start(book_, "a");
@@ -163,11 +210,11 @@ TEST_F(cluster_node_test,
   await_condition(
       [&] {
         std::promise<range_result> read;
-        a.store->range(key_range::prefix("/troupe/troupe/alloc/recorder/"),
+        a.store->range(key_range::prefix(alloc_prefix(cluster_name_, "recorder")),
                        [&](std::error_code, range_result r) { read.set_value(std::move(r)); });
         std::map<troupe::sharding::shard_id, std::string> owners;
         for (const auto& kv : read.get_future().get().kvs) {
-          if (auto al = decode_allocation("troupe", "recorder", kv)) {
+          if (auto al = decode_allocation(cluster_name_, "recorder", kv)) {
             owners[al->shard] = al->owner.node;
           }
         }
@@ -224,6 +271,80 @@ TEST_F(cluster_node_test,
   // The moved shards were allocated again after b left: later epochs than any first allocation.
   for (const auto& id : moved) EXPECT_GT(book_->by_id[id][0].epoch, first_epoch_here) << id;
 }
+
+TEST_F(cluster_node_test, a_leaving_node_stops_its_entities_before_its_shards_move) {
+  // A long lease: leave() waits for the shards at most one TTL, and their work here takes ~2 s,
+  // longer than the coordinator's tick, so a leave that did not wait would be seen.
+  member a(net_, etcd_.client(io_.executor()), "troupe", "a", clock_, 8s);
+  member b(net_, etcd_.client(io_.executor()), "troupe", "b", clock_, 8s);
+  a.cluster->joined().get();
+  b.cluster->joined().get();
+  auto to_a = a.start(book_, "a");
+  auto to_b = b.start(book_, "b");
+  await_condition([&] { return a.cluster->ready("recorder") && b.cluster->ready("recorder"); }, 5s,
+                  "both regions ready");
+  // Every id gets one message on each node: each node's own shards deliver theirs, the rest wait.
+  std::vector<std::string> ids;
+  for (int i = 0; i < 16; ++i) ids.push_back("device-" + std::to_string(i));
+  for (const auto& id : ids) {
+    to_a.tell(note{id, 0});
+    to_b.tell(note{id, 0});
+  }
+  std::vector<std::string> on_a;
+  await_condition(
+      [&] {
+        on_a.clear();
+        std::lock_guard lock(book_->mutex);
+        for (const auto& id : ids) {
+          auto it = book_->starts.find(id);
+          if (it == book_->starts.end()) return false;
+          if (it->second == std::vector<std::string>{"a"}) on_a.push_back(id);
+        }
+        return true;
+      },
+      10s, "every id active on its shard's node");
+  ASSERT_FALSE(on_a.empty());
+  ASSERT_LT(on_a.size(), ids.size());
+  // a's entities have work queued when a leaves: they stop only after it.
+  for (int n = 1; n <= 4; ++n) {
+    for (const auto& id : on_a) to_a.tell(note{id, n, 120});
+  }
+
+  std::promise<std::error_code> left;
+  a.cluster->leave([&](std::error_code ec) { left.set_value(ec); });
+  EXPECT_FALSE(left.get_future().get());
+  // b now hosts a's shards and delivers what waited for them, each after a's copy stopped.
+  await_condition(
+      [&] {
+        std::lock_guard lock(book_->mutex);
+        for (const auto& id : on_a) {
+          if (book_->by_id[id].size() < 6) return false;
+        }
+        return true;
+      },
+      10s, "a's entities started again on b");
+  for (const auto& id : on_a) {
+    const auto stopped = book_->position("stop a " + id);
+    const auto started = book_->position("start b " + id);
+    EXPECT_LT(stopped, started) << id << ": started on b before it stopped on a";
+    std::lock_guard lock(book_->mutex);
+    const auto& got = book_->by_id[id];
+    ASSERT_EQ(got.size(), 6u) << id;
+    for (int n = 0; n <= 4; ++n) {
+      EXPECT_EQ(got[n].node, "a") << id;  // the queued work finished on a, in order
+      EXPECT_EQ(got[n].n, n) << id;
+    }
+    EXPECT_EQ(got[5].node, "b") << id;  // then what waited on b
+    EXPECT_GT(got[5].epoch, got[0].epoch) << id;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(on, cluster_node_stores,
+                         ::testing::Values(store_kind::model, store_kind::etcd),
+                         [](const ::testing::TestParamInfo<store_kind>& p) {
+                           return p.param == store_kind::model ? std::string("model")
+                                                               : std::string("etcd");
+                         });
 
 }  // namespace
 }  // namespace troupe::cluster

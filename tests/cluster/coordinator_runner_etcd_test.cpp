@@ -11,16 +11,15 @@
 #include "cluster/coordination/coordination_keys.hpp"
 #include "cluster/coordination/coordinator_runner.hpp"
 #include "cluster/membership/members.hpp"
+#include "support/etcd_endpoints.hpp"
 #include "support/io_thread.hpp"
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <random>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -31,18 +30,6 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace coord = sharding::coordination;
-
-std::vector<std::string> etcd_endpoints() {
-  std::vector<std::string> out;
-  const char* env = std::getenv("TROUPE_ETCD_ENDPOINTS");
-  if (env == nullptr) return out;
-  std::stringstream in(env);
-  std::string one;
-  while (std::getline(in, one, ',')) {
-    if (!one.empty()) out.push_back(one);
-  }
-  return out;
-}
 
 /// Starts a request with a handler and waits for its answer.
 template <class T, class Start>
@@ -57,7 +44,7 @@ std::pair<std::error_code, T> ask(Start start) {
 }
 
 TEST(coordinator_runner_etcd, elects_itself_and_allocates_create_if_absent) {
-  const auto endpoints = etcd_endpoints();
+  const auto endpoints = test::etcd_endpoints();
   if (endpoints.empty()) GTEST_SKIP() << "TROUPE_ETCD_ENDPOINTS is not set (scripts/etcd.sh start)";
   test::io_thread io;
   auto store = make_etcd_store(io.executor(), {endpoints});

@@ -10,6 +10,7 @@
 #include <troupe/cluster/membership/consensus_store.hpp>
 #include <troupe/testkit/test_probe.hpp>
 
+#include "support/etcd_endpoints.hpp"
 #include "support/io_thread.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -20,7 +21,6 @@
 #include <array>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <future>
 #include <mutex>
 #include <random>
@@ -34,18 +34,6 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
-
-std::vector<std::string> etcd_endpoints() {
-  std::vector<std::string> out;
-  const char* env = std::getenv("TROUPE_ETCD_ENDPOINTS");
-  if (env == nullptr) return out;
-  std::stringstream in(env);
-  std::string one;
-  while (std::getline(in, one, ',')) {
-    if (!one.empty()) out.push_back(one);
-  }
-  return out;
-}
 
 template <class T>
 struct answer {
@@ -65,7 +53,7 @@ std::string refused_endpoint() {
 class etcd_store_test : public ::testing::Test {
  protected:
   void SetUp() override {
-    endpoints_ = etcd_endpoints();
+    endpoints_ = test::etcd_endpoints();
     io_thread_id_ = io_.call([] { return std::this_thread::get_id(); });
     prefix_ = "/troupe-test/";
     if (endpoints_.empty()) {

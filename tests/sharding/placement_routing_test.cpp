@@ -183,6 +183,39 @@ TEST_P(PlacementRouting, AHomelessShardKeepsAtMostBufferSizeAndDeadLettersTheRes
   f.out.expect_no_message(1ms);
 }
 
+TEST_P(PlacementRouting, ARunningShardWhoseHomeGoesStopsAndItsNextMessagesWaitForTheNextHome) {
+  fixture f(GetParam());
+  f.homes->place(f.shard, troupe::sharding::placed_here{7});
+  for (int i = 0; i < 3; ++i) f.region.tell(note{"a", i});
+  f.system.run_until_idle();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(f.out.expect_message(), i);
+
+  // The node fenced itself (or the shard went elsewhere): the running shard stops, and what is
+  // sent from now on is delivered by no entity here.
+  f.homes->place(f.shard, troupe::sharding::no_home_yet{});
+  f.system.run_until_idle();
+  for (int i = 3; i < 6; ++i) f.region.tell(note{"a", i});
+  f.system.run_until_idle();
+  f.out.expect_no_message(1ms);
+  for (const auto& info : cluster_sharding::get(f.system).state("noter").shards) {
+    EXPECT_FALSE(info.resident) << "shard " << info.id;
+  }
+
+  // Allocated here again, at a later epoch: a new incarnation delivers what waited, in order.
+  f.homes->place(f.shard, troupe::sharding::placed_here{9});
+  f.system.run_until_idle();
+  for (int i = 3; i < 6; ++i) EXPECT_EQ(f.out.expect_message(), i);
+  EXPECT_EQ(*f.epochs, (std::vector<std::uint64_t>{7, 9}));
+
+  // Placed here again at the epoch it runs at: nothing stops.
+  f.homes->place(f.shard, troupe::sharding::placed_here{9});
+  f.system.run_until_idle();
+  f.region.tell(note{"a", 6});
+  f.system.run_until_idle();
+  EXPECT_EQ(f.out.expect_message(), 6);
+  EXPECT_EQ(*f.epochs, (std::vector<std::uint64_t>{7, 9}));
+}
+
 INSTANTIATE_TEST_SUITE_P(EachRoutingMode, PlacementRouting,
                          ::testing::Values(mode::direct_route, mode::max_entities,
                                            mode::custom_shard),

@@ -29,6 +29,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace troupe::cluster {
@@ -99,8 +100,11 @@ class cluster_node {
   [[nodiscard]] bool fenced() const;
   /// Whether this node's runner of the type leads it.
   [[nodiscard]] bool leads(const std::string& type_name) const;
-  /// Revokes the lease: the node's keys go at once and its shards move. (A graceful leave that
-  /// hands shards off first is part 2 of the cluster.) `done` gets the store's answer.
+  /// Leaves: no shard starts here any more, the running ones stop (each after what its mailbox
+  /// holds), and once none runs (or after one lease TTL at most) the lease is revoked, so the
+  /// node's keys go and its shards move. Messages that arrive meanwhile wait in the regions.
+  /// (A graceful leave that hands shards off first is part 2 of the cluster.) `done` gets the
+  /// store's answer to the revoke, on another thread.
   void leave(std::function<void(std::error_code)> done = {});
 
   struct state;
@@ -108,6 +112,8 @@ class cluster_node {
  private:
   explicit cluster_node(std::shared_ptr<state> s) : state_(std::move(s)) {}
   std::shared_ptr<state> state_;
+  /// Waits for the shards to stop before a leave revokes the lease.
+  std::jthread leaving_;
 };
 
 }  // namespace troupe::cluster

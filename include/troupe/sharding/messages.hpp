@@ -67,6 +67,8 @@ struct shard_info {
   std::size_t entity_count = 0;
   /// The shard actor is running (false: passivated or never started, still owned here).
   bool resident = false;
+  /// The shard actor is stopping (its entities finish their mailboxes first).
+  bool stopping = false;
   /// Hosted on this node.
   bool local = true;
   /// Messages the region delivered to it, over all its incarnations.
@@ -130,6 +132,9 @@ struct deliver {
 struct passivate_entity {
   std::string entity_id;
 };
+/// Region to shard: the shard no longer lives here. Every entity stops after what its mailbox
+/// holds, then the shard stops.
+struct stop_entities {};
 /// Shard to region (with an LRU limit): an entity has stopped, or could not be started.
 struct entity_stopped {
   shard_id shard = 0;

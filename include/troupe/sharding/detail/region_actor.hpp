@@ -285,12 +285,21 @@ class region_actor final : public actor<region_message<M>> {
   }
 
   /// The placement has news of a shard: if it now lives here, start it and deliver what waited
-  /// (what senders held in its route first, then the region's buffer, as after a stop).
+  /// (what senders held in its route first, then the region's buffer, as after a stop). If it
+  /// runs here but no longer lives here at its epoch (the node fenced itself, or the shard was
+  /// allocated again), drain and stop it: what arrives meanwhile waits, in order, for the
+  /// shard's next home.
   void on_home_changed(shard_id shard) {
     auto it = shards_.find(shard);
-    if (it == shards_.end() || !it->second.homeless || it->second.stopping) return;
+    if (it == shards_.end() || it->second.stopping) return;
     shard_entry& entry = it->second;
-    if (!has_home_here(shard, entry)) return;
+    if (entry.route->shard) {
+      const shard_home home = setup_->homes->home_of(shard);
+      const auto* here = std::get_if<placed_here>(&home);
+      if (here == nullptr || here->epoch != entry.epoch) stop_shard(entry);
+      return;
+    }
+    if (!entry.homeless || !has_home_here(shard, entry)) return;
     ensure_shard(shard, entry);
     replay_buffer(shard, entry);
   }
@@ -344,10 +353,21 @@ class region_actor final : public actor<region_message<M>> {
     {
       std::lock_guard lock(route.lock);
       if (route.setup->sent.load(std::memory_order_relaxed) != idle.delivered) return;  // mail
-      route.state = route_state::stopping;
+      route.state = route_state::stopping;  // under the same lock as the check
     }
     it->second.stopping = true;
     route.shard.tell(poison_pill{});
+  }
+
+  /// Stops a shard whatever it holds: its route shuts (from then on it holds messages for the
+  /// next shard actor), and each entity stops after what its mailbox holds, then the shard.
+  void stop_shard(shard_entry& entry) {
+    {
+      std::lock_guard lock(entry.route->lock);
+      entry.route->state = route_state::stopping;
+    }
+    entry.stopping = true;
+    entry.route->shard.tell(stop_entities{});
   }
 
   // Shards are the region's children: it hears of each stop without watching.
@@ -459,6 +479,7 @@ class region_actor final : public actor<region_message<M>> {
       shard_info info;
       info.id = id;
       info.resident = static_cast<bool>(entry.route->shard) && !entry.stopping;
+      info.stopping = static_cast<bool>(entry.route->shard) && entry.stopping;
       {
         std::lock_guard lock(entry.route->lock);
         info.messages_processed = entry.route->messages;

@@ -35,7 +35,7 @@ void dead_letter_from(actor_context& context, troupe::detail::envelope_base* mes
 template <class M>
 using shard_message =
     std::variant<deliver<M>, passivate<M>, passivate_entity, get_entity_ids, get_shard_stats,
-                 shard_idle_check, entity_idle_tick, hot_keys_tick>;
+                 shard_idle_check, entity_idle_tick, hot_keys_tick, stop_entities>;
 
 /// What a shard needs from its region.
 template <class M>
@@ -172,6 +172,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
                    [this](get_shard_stats&) { this->context().reply(stats()); },
                    [this](entity_idle_tick&) { on_idle_tick(); },
                    [this](hot_keys_tick&) { hot_.rotate(); },
+                   [this](stop_entities&) { drain(); },
                },
                msg);
   }
@@ -371,6 +372,17 @@ class shard_actor final : public basic_actor<shard_message<M>> {
                p.stop_message);
   }
 
+  /// The shard no longer lives here: each entity stops after its mailbox, then the shard. (Its
+  /// route is shut, so nothing new arrives.)
+  void drain() {
+    draining_ = true;
+    std::vector<std::string> ids;
+    ids.reserve(entities_.size());
+    for (const auto& e : entities_) ids.push_back(entity_id_of(e));
+    for (const auto& id : ids) on_passivate_entity(id);
+    if (entities_.empty()) this->context().stop();
+  }
+
   void on_passivate_entity(const std::string& id) {
     auto it = entities_.find(std::string_view(id));
     if (it == entities_.end()) {
@@ -418,6 +430,12 @@ class shard_actor final : public basic_actor<shard_message<M>> {
         to_dead_letters(std::move(p), errc::message_copy_failed, copy_failure_reason());
       }
     }
+    if (draining_) {
+      // What waited for the next incarnation has been handed to it: it stops after that too.
+      if (entities_.contains(std::string_view(id))) on_passivate_entity(id);
+      if (entities_.empty()) this->context().stop();
+      return;
+    }
     if (entities_.empty()) arm_idle_check();
   }
 
@@ -443,6 +461,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
   // of the stopping cells, which entities_ keeps alive until they are erased together.
   std::unordered_map<std::string_view, std::vector<pending>, id_hasher> stopping_;
   std::size_t buffered_ = 0;
+  bool draining_ = false;      // stop_entities came: the shard stops once its entities have
   std::string start_failure_;  // why the last start failed
   std::uint64_t delivered_ = 0;
   shard_stats stats_;
