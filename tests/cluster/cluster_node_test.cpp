@@ -196,7 +196,8 @@ TEST_P(cluster_node_stores,
   (void)b.start(book_, "b");
   await_condition([&] { return a.cluster->ready("recorder") && b.cluster->ready("recorder"); }, 5s,
                   "both regions ready");
-  EXPECT_NE(a.cluster->leads("recorder"), b.cluster->leads("recorder"));
+  await_condition([&] { return a.cluster->leads("recorder") != b.cluster->leads("recorder"); }, 5s,
+                  "exactly one coordinator leads");
 
   // Only a's region gets messages. Those of a's shards arrive on a; those of b's shards wait on
   // a (no routing across nodes yet), and b hosts nothing because its region got no message.
