@@ -8,6 +8,7 @@
 #include "cluster/membership/lease_keeper.hpp"
 #include "cluster/membership/members.hpp"
 #include "cluster/placement/cluster_placement.hpp"
+#include "cluster/placement/delivery_endpoint.hpp"
 
 #include <algorithm>
 #include <map>
@@ -30,6 +31,8 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
   std::string address;
   std::shared_ptr<coordinator_directory> runners = std::make_shared<coordinator_directory>();
   untyped_ref endpoint;
+  std::shared_ptr<placement_directory> placed_types = std::make_shared<placement_directory>();
+  untyped_ref deliveries;
   std::shared_ptr<lease_keeper> keeper;
   std::promise<void> joined_promise;
   std::shared_future<void> joined = joined_promise.get_future().share();
@@ -44,18 +47,33 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
            std::find(options.roles.begin(), options.roles.end(), role) != options.roles.end();
   }
 
-  /// The node's lease is gone or in doubt: nothing here hosts or decides any more.
-  void stop_everything() {
+  /// The node's lease is gone or in doubt, or it leaves: nothing here hosts or decides any
+  /// more. The placements go on reading, so the regions route to the nodes that host now.
+  void stop_hosting() {
     std::map<std::string, std::shared_ptr<cluster_placement>, std::less<>> placed;
     {
       std::lock_guard lock(mutex);
       fenced = true;
+      placed = placements;
+    }
+    for (auto& [type, p] : placed) {
+      p->stop_hosting();
+      if (auto r = runners->find(type)) r->stop();
+      runners->set(type, nullptr);
+    }
+  }
+
+  /// The node goes away: nothing is hosted, decided or read any more.
+  void stop_everything() {
+    stop_hosting();
+    std::map<std::string, std::shared_ptr<cluster_placement>, std::less<>> placed;
+    {
+      std::lock_guard lock(mutex);
       placed.swap(placements);
     }
     for (auto& [type, p] : placed) {
       p->stop();
-      if (auto r = runners->find(type)) r->stop();
-      runners->set(type, nullptr);
+      placed_types->set(type, nullptr);
     }
   }
 
@@ -88,7 +106,8 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
                     });
   }
 
-  std::shared_ptr<sharding::placement> place(const sharding::region_settings& s) {
+  std::shared_ptr<sharding::placement> place(const sharding::region_settings& s,
+                                             const std::type_info& message_type) {
     coord::member_id self;
     {
       std::lock_guard lock(mutex);
@@ -100,6 +119,15 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
       self = {options.node, lease};
     }
     check_type_name(s.type_name);
+    // The type's messages cross nodes: a type that cannot fails here, not at its first send.
+    auto registry = remote->registry();
+    const message_registry::entry* entry = registry->find(message_type);
+    if (entry == nullptr) {
+      throw troupe::error(troupe::errc::invalid_config,
+                          "cluster: sharded type '" + s.type_name +
+                              "': its message type is not in the remote node's message registry "
+                              "(message_registry::add)");
+    }
     const bool hosts = !s.proxy && has_role(s.role);
     std::shared_ptr<coordinator_runner> runner;
     if (hosts) {
@@ -127,11 +155,13 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
     po.self = self;
     po.proxy = !hosts;
     po.retry = options.retry;
+    po.send = deliver_over(*remote, std::move(registry), *entry, s.type_name);
     auto cell = std::make_shared<std::weak_ptr<cluster_placement>>();
     auto placement =
         cluster_placement::start(store, clock, std::move(po), std::move(fences),
                                  ask_every_coordinator(runners, *remote, s.type_name, self, cell));
     *cell = placement;
+    placed_types->set(s.type_name, placement);
     std::lock_guard lock(mutex);
     placements[s.type_name] = placement;
     return placement;
@@ -173,14 +203,19 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
       spawn_options{"cluster-coordinators"},
       std::shared_ptr<const coordinator_directory>(s->runners));
   remote.expose(s->endpoint);
+  s->deliveries = system.spawn_system_actor<delivery_endpoint>(
+      spawn_options{"cluster-deliveries"},
+      std::shared_ptr<const placement_directory>(s->placed_types), remote.registry());
+  remote.expose(s->deliveries);
 
   sharding.set_placement_factory(
       [weak = std::weak_ptr<state>(s)](
-          const sharding::region_settings& settings) -> std::shared_ptr<sharding::placement> {
+          const sharding::region_settings& settings,
+          const std::type_info& message_type) -> std::shared_ptr<sharding::placement> {
         auto self = weak.lock();
         if (!self)
           throw troupe::error(troupe::errc::invalid_config, "cluster: the cluster node is gone");
-        return self->place(settings);
+        return self->place(settings, message_type);
       });
 
   lease_keeper_options lo;
@@ -197,7 +232,7 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
         if (!self) return;
         troupe::logger()->warn("cluster {}: {} fenced itself ({}): it hosts no shard any more",
                                self->options.cluster_name, self->options.node, to_string(why));
-        self->stop_everything();
+        self->stop_hosting();
       });
   return std::shared_ptr<cluster_node>(new cluster_node(std::move(s)));
 }
@@ -210,6 +245,7 @@ cluster_node::~cluster_node() {
   state_->stop_everything();
   state_->keeper->stop();
   state_->system->stop(state_->endpoint);
+  state_->system->stop(state_->deliveries);
 }
 
 std::shared_future<void> cluster_node::joined() const { return state_->joined; }
@@ -244,7 +280,7 @@ void cluster_node::leave(std::function<void(std::error_code)> done) {
   // The placements stop first: every region hears its running shards' homes are gone and stops
   // them. The keys go only once no shard runs here, so a shard's next owner never starts
   // beside a copy still draining here.
-  state_->stop_everything();
+  state_->stop_hosting();
   if (leaving_.joinable()) return;  // already leaving
   leaving_ = std::jthread(
       [s = state_, types = std::move(types), done = std::move(done)](std::stop_token stop) {

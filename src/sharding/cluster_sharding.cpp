@@ -313,13 +313,14 @@ void cluster_sharding::set_placement_factory(placement_factory factory) {
   placement_factory_ = std::move(factory);
 }
 
-std::shared_ptr<placement> cluster_sharding::make_placement(const region_settings& settings) {
+std::shared_ptr<placement> cluster_sharding::make_placement(const region_settings& settings,
+                                                            const std::type_info& message_type) {
   placement_factory factory;
   {
     std::lock_guard lock(mutex_);
     factory = placement_factory_;
   }
-  std::shared_ptr<placement> made = factory ? factory(settings) : nullptr;
+  std::shared_ptr<placement> made = factory ? factory(settings, message_type) : nullptr;
   if (!made) made = std::make_shared<single_node_placement>();
   return made;
 }

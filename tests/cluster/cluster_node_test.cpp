@@ -1,7 +1,8 @@
 // ctest-labels: concurrency
 // Nodes joining a cluster on the in-memory network, on the in-process model of etcd and on a
 // real etcd (TROUPE_ETCD_ENDPOINTS): a sharded type started on each is placed by the elected
-// coordinator, each node hosts only the shards allocated to it (at the allocation's epoch), and
+// coordinator, each node hosts only the shards allocated to it (at the allocation's epoch), a
+// message sent to any node's region reaches its entity on the node that hosts the shard, and
 // when a node leaves, its shards move and the messages that waited for them are delivered on
 // the node that now hosts them, in order.
 #include <troupe/cluster/cluster_messages.hpp>
@@ -16,6 +17,7 @@
 #include "support/io_thread.hpp"
 #include "support/two_nodes.hpp"
 
+#include <boost/describe/class.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -40,6 +42,17 @@ struct note {
   int n = 0;
   /// How long the entity works on it.
   int work_ms = 0;
+};
+BOOST_DESCRIBE_STRUCT(note, (), (id, n, work_ms))
+
+/// A message type no registry knows.
+struct secret {
+  std::string id;
+};
+BOOST_DESCRIBE_STRUCT(secret, (), (id))
+
+class keeper final : public troupe::actor<secret> {
+  void receive(secret&) override {}
 };
 
 /// What every entity of every node saw: (node, epoch, n) per entity id, in arrival order.
@@ -99,6 +112,7 @@ class recorder final : public troupe::actor<note> {
 std::shared_ptr<message_registry> registry() {
   auto r = std::make_shared<message_registry>();
   add_cluster_messages(*r);
+  r->add<note>("test.cluster_node.note");
   return r;
 }
 
@@ -186,65 +200,41 @@ TEST_F(cluster_node_test, a_type_starts_only_on_a_node_that_has_joined) {
                std::invalid_argument);
 }
 
+TEST_F(cluster_node_test, a_type_whose_messages_cannot_cross_nodes_does_not_start) {
+  member a(net_, etcd_.client(io_.executor()), "troupe", "a", clock_);
+  a.cluster->joined().get();
+  try {
+    (void)cluster_sharding::get(a.node.system)
+        .start(sharding_options<secret>::create()
+                   .with_type_name("keeper")
+                   .with_entity<keeper>()
+                   .with_extract_entity_id([](const secret& m) { return m.id; }));
+    ADD_FAILURE() << "started a type whose messages no registry knows";
+  } catch (const troupe::error& e) {
+    EXPECT_EQ(e.code(), make_error_code(troupe::errc::invalid_config));
+    EXPECT_NE(std::string(e.what()).find("registry"), std::string::npos) << e.what();
+  }
+}
+
 TEST_P(cluster_node_stores,
-       shards_split_over_the_nodes_and_move_with_their_waiting_messages_when_one_leaves) {
+       messages_reach_the_node_that_hosts_their_shard_and_follow_it_when_its_node_leaves) {
   member a(net_, client(), cluster_name_, "a", clock_);
   member b(net_, client(), cluster_name_, "b", clock_);
   a.cluster->joined().get();
   b.cluster->joined().get();
   auto to_a = a.start(book_, "a");
-  (void)b.start(book_, "b");
+  auto to_b = b.start(book_, "b");
   await_condition([&] { return a.cluster->ready("recorder") && b.cluster->ready("recorder"); }, 5s,
                   "both regions ready");
   await_condition([&] { return a.cluster->leads("recorder") != b.cluster->leads("recorder"); }, 5s,
                   "exactly one coordinator leads");
 
-  // Only a's region gets messages. Those of a's shards arrive on a; those of b's shards wait on
-  // a (no routing across nodes yet), and b hosts nothing because its region got no message.
+  // Only a's region gets messages: those of b's shards go on to b.
   std::vector<std::string> ids;
   for (int i = 0; i < 24; ++i) ids.push_back("user-" + std::to_string(i));
   for (int n = 0; n < 3; ++n) {
     for (const auto& id : ids) to_a.tell(note{id, n});
   }
-  // Which node each id's shard was allocated to, once every one of them has an allocation.
-  std::map<std::string, std::string> owner_of;
-  await_condition(
-      [&] {
-        std::promise<range_result> read;
-        a.store->range(key_range::prefix(alloc_prefix(cluster_name_, "recorder")),
-                       [&](std::error_code, range_result r) { read.set_value(std::move(r)); });
-        std::map<troupe::sharding::shard_id, std::string> owners;
-        for (const auto& kv : read.get_future().get().kvs) {
-          if (auto al = decode_allocation(cluster_name_, "recorder", kv)) {
-            owners[al->shard] = al->owner.node;
-          }
-        }
-        owner_of.clear();
-        for (const auto& id : ids) {
-          auto it = owners.find(troupe::sharding::shard_of(id, 8));
-          if (it == owners.end()) return false;
-          owner_of[id] = it->second;
-        }
-        return true;
-      },
-      10s, "every id's shard allocated");
-  std::vector<std::string> moved;
-  for (const auto& id : ids) {
-    if (owner_of[id] == "b") moved.push_back(id);
-  }
-  ASSERT_FALSE(moved.empty());
-  ASSERT_LT(moved.size(), ids.size());
-  await_condition(
-      [&] {
-        for (const auto& id : ids) {
-          if (owner_of[id] == "a" && book_->delivered(id) < 3) return false;
-        }
-        return true;
-      },
-      10s, "a's shards delivered");
-  for (const auto& id : moved) EXPECT_EQ(book_->delivered(id), 0u) << id << " waits for b's shard";
-
-  b.cluster->leave();  // b's keys go at once; its shards move to a, the only region left
   await_condition(
       [&] {
         for (const auto& id : ids) {
@@ -252,25 +242,80 @@ TEST_P(cluster_node_stores,
         }
         return true;
       },
+      10s, "every message delivered on its shard's node");
+  // Which node each id's shard was allocated to.
+  std::map<std::string, std::string> owner_of;
+  {
+    std::promise<range_result> read;
+    a.store->range(key_range::prefix(alloc_prefix(cluster_name_, "recorder")),
+                   [&](std::error_code, range_result r) { read.set_value(std::move(r)); });
+    std::map<troupe::sharding::shard_id, std::string> owners;
+    for (const auto& kv : read.get_future().get().kvs) {
+      if (auto al = decode_allocation(cluster_name_, "recorder", kv)) {
+        owners[al->shard] = al->owner.node;
+      }
+    }
+    for (const auto& id : ids) owner_of[id] = owners[troupe::sharding::shard_of(id, 8)];
+  }
+  std::vector<std::string> moved;
+  {
+    std::lock_guard lock(book_->mutex);
+    for (const auto& id : ids) {
+      if (owner_of[id] == "b") moved.push_back(id);
+      const auto& got = book_->by_id[id];
+      ASSERT_EQ(got.size(), 3u) << id;
+      for (int n = 0; n < 3; ++n) {
+        EXPECT_EQ(got[n].n, n) << id;                // in the order sent
+        EXPECT_EQ(got[n].node, owner_of[id]) << id;  // only where the shard is allocated
+        EXPECT_GT(got[n].epoch, 0u) << id;           // at an allocation's epoch
+      }
+      EXPECT_EQ(book_->starts[id], std::vector<std::string>{owner_of[id]}) << id;
+    }
+  }
+  ASSERT_FALSE(moved.empty());
+  ASSERT_LT(moved.size(), ids.size());
+
+  // b leaves: its shards stop, its keys go, and its shards move to a. Messages sent through the
+  // region of b, which hosts nothing any more, reach them on a.
+  std::promise<std::error_code> left;
+  b.cluster->leave([&](std::error_code ec) { left.set_value(ec); });
+  EXPECT_FALSE(left.get_future().get());
+  for (int n = 3; n < 5; ++n) {
+    for (const auto& id : ids) to_b.tell(note{id, n});
+  }
+  await_condition(
+      [&] {
+        for (const auto& id : ids) {
+          if (book_->delivered(id) < 5) return false;
+        }
+        return true;
+      },
       15s, "every message delivered after b left");
 
   std::lock_guard lock(book_->mutex);
-  std::uint64_t first_epoch_here = 0;
   for (const auto& id : ids) {
+    if (owner_of[id] != "a") continue;
     const auto& got = book_->by_id[id];
-    ASSERT_EQ(got.size(), 3u) << id;
-    for (int n = 0; n < 3; ++n) {
-      EXPECT_EQ(got[n].n, n) << id;  // in the order sent
+    ASSERT_EQ(got.size(), 5u) << id;
+    for (int n = 0; n < 5; ++n) {
+      EXPECT_EQ(got[n].n, n) << id;
       EXPECT_EQ(got[n].node, "a") << id;
-      EXPECT_GT(got[n].epoch, 0u) << id;  // at an allocation's epoch
     }
-    EXPECT_EQ(book_->starts[id], std::vector<std::string>{"a"}) << id;  // one activation
-    if (std::find(moved.begin(), moved.end(), id) == moved.end()) {
-      first_epoch_here = std::max(first_epoch_here, got[0].epoch);
-    }
+    EXPECT_EQ(book_->starts[id], std::vector<std::string>{"a"}) << id;
   }
-  // The moved shards were allocated again after b left: later epochs than any first allocation.
-  for (const auto& id : moved) EXPECT_GT(book_->by_id[id][0].epoch, first_epoch_here) << id;
+  for (const auto& id : moved) {
+    const auto& got = book_->by_id[id];
+    ASSERT_EQ(got.size(), 5u) << id;
+    for (int n = 3; n < 5; ++n) {
+      EXPECT_EQ(got[n].n, n) << id;
+      EXPECT_EQ(got[n].node, "a") << id;
+      EXPECT_GT(got[n].epoch, got[0].epoch) << id;  // allocated again, later
+    }
+    EXPECT_EQ(book_->starts[id], (std::vector<std::string>{"b", "a"})) << id;
+    EXPECT_LT(std::find(book_->events.begin(), book_->events.end(), "stop b " + id),
+              std::find(book_->events.begin(), book_->events.end(), "start a " + id))
+        << id << ": started on a before it stopped on b";
+  }
 }
 
 TEST_F(cluster_node_test, a_leaving_node_stops_its_entities_before_its_shards_move) {
@@ -284,26 +329,29 @@ TEST_F(cluster_node_test, a_leaving_node_stops_its_entities_before_its_shards_mo
   auto to_b = b.start(book_, "b");
   await_condition([&] { return a.cluster->ready("recorder") && b.cluster->ready("recorder"); }, 5s,
                   "both regions ready");
-  // Every id gets one message on each node: each node's own shards deliver theirs, the rest wait.
+  // Every id gets one message through each node's region: both reach the one node that hosts it.
   std::vector<std::string> ids;
   for (int i = 0; i < 16; ++i) ids.push_back("device-" + std::to_string(i));
   for (const auto& id : ids) {
     to_a.tell(note{id, 0});
     to_b.tell(note{id, 0});
   }
-  std::vector<std::string> on_a;
   await_condition(
       [&] {
-        on_a.clear();
-        std::lock_guard lock(book_->mutex);
         for (const auto& id : ids) {
-          auto it = book_->starts.find(id);
-          if (it == book_->starts.end()) return false;
-          if (it->second == std::vector<std::string>{"a"}) on_a.push_back(id);
+          if (book_->delivered(id) < 2) return false;
         }
         return true;
       },
-      10s, "every id active on its shard's node");
+      10s, "every id's messages delivered");
+  std::vector<std::string> on_a;
+  {
+    std::lock_guard lock(book_->mutex);
+    for (const auto& id : ids) {
+      ASSERT_EQ(book_->starts[id].size(), 1u) << id;  // one activation, on one node
+      if (book_->starts[id].front() == "a") on_a.push_back(id);
+    }
+  }
   ASSERT_FALSE(on_a.empty());
   ASSERT_LT(on_a.size(), ids.size());
   // a's entities have work queued when a leaves: they stop only after it.
@@ -314,12 +362,14 @@ TEST_F(cluster_node_test, a_leaving_node_stops_its_entities_before_its_shards_mo
   std::promise<std::error_code> left;
   a.cluster->leave([&](std::error_code ec) { left.set_value(ec); });
   EXPECT_FALSE(left.get_future().get());
-  // b now hosts a's shards and delivers what waited for them, each after a's copy stopped.
+  // Sent through the region of a, which left: it routes them to b, which hosts a's shards now,
+  // each started after a's copy stopped.
+  for (const auto& id : on_a) to_a.tell(note{id, 5});
   await_condition(
       [&] {
         std::lock_guard lock(book_->mutex);
         for (const auto& id : on_a) {
-          if (book_->by_id[id].size() < 6) return false;
+          if (book_->by_id[id].size() < 7) return false;
         }
         return true;
       },
@@ -330,13 +380,14 @@ TEST_F(cluster_node_test, a_leaving_node_stops_its_entities_before_its_shards_mo
     EXPECT_LT(stopped, started) << id << ": started on b before it stopped on a";
     std::lock_guard lock(book_->mutex);
     const auto& got = book_->by_id[id];
-    ASSERT_EQ(got.size(), 6u) << id;
-    for (int n = 0; n <= 4; ++n) {
-      EXPECT_EQ(got[n].node, "a") << id;  // the queued work finished on a, in order
-      EXPECT_EQ(got[n].n, n) << id;
+    ASSERT_EQ(got.size(), 7u) << id;
+    for (std::size_t i = 0; i < 6; ++i) {
+      EXPECT_EQ(got[i].node, "a") << id;  // the queued work finished on a, in order
+      EXPECT_EQ(got[i].n, i < 2 ? 0 : static_cast<int>(i) - 1) << id;
     }
-    EXPECT_EQ(got[5].node, "b") << id;  // then what waited on b
-    EXPECT_GT(got[5].epoch, got[0].epoch) << id;
+    EXPECT_EQ(got[6].node, "b") << id;  // then what was sent after a left
+    EXPECT_EQ(got[6].n, 5) << id;
+    EXPECT_GT(got[6].epoch, got[0].epoch) << id;
   }
 }
 

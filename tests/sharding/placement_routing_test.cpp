@@ -2,7 +2,9 @@
 // routing mode (a shard's direct route, the region with max-entities, a custom shard id beyond
 // the shard count). A shard with no home yet (or a home on another node) keeps its messages,
 // bounded by buffer-size, and delivers them in order once the placement reports it here; its
-// entities then run at the allocation's epoch. Manual scheduling: each step runs when told.
+// entities then run at the allocation's epoch. A placement that reaches other nodes gets a
+// remote shard's messages in order, and what other nodes send is delivered only where the
+// placement says the shard lives. Manual scheduling: each step runs when told.
 #include <troupe/core/actor_system.hpp>
 #include <troupe/core/config.hpp>
 #include <troupe/core/detail/actor_cell.hpp>
@@ -16,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -50,9 +53,47 @@ class noter final : public troupe::actor<note> {
   std::shared_ptr<std::vector<std::uint64_t>> epochs_;
 };
 
-/// A placement the test moves by hand: every shard starts with no home.
+/// A placement the test moves by hand: every shard starts with no home. With `remote` set it
+/// reaches other nodes: what the region sends there is recorded.
 class manual_placement final : public placement {
  public:
+  struct sent {
+    std::string node;
+    troupe::sharding::shard_epoch epoch = 0;
+    shard_id shard = 0;
+    std::string id;
+    int n = 0;
+  };
+  bool remote = false;
+
+  [[nodiscard]] bool routes_remote() const noexcept override { return remote; }
+  void send_remote(const troupe::sharding::placed_remote& home, shard_id shard,
+                   const std::string& entity_id, const void* message,
+                   const troupe::untyped_ref&) override {
+    const auto& m = *static_cast<const note*>(message);
+    if (m.n < 0) throw std::runtime_error("cannot encode a negative note");
+    std::lock_guard lock(mutex_);
+    sent_.push_back({home.node, home.epoch, shard, entity_id, m.n});
+  }
+  void set_arrival_handler(arrival_handler handler) override {
+    std::lock_guard lock(mutex_);
+    arrivals_ = std::move(handler);
+  }
+  /// Hands the region a note another node sent for `shard` at `epoch`.
+  void arrive(shard_id shard, troupe::sharding::shard_epoch epoch, const std::string& id, int n) {
+    arrival_handler handler;
+    {
+      std::lock_guard lock(mutex_);
+      handler = arrivals_;
+    }
+    ASSERT_TRUE(handler);
+    handler({shard, epoch, id, std::make_unique<troupe::detail::envelope<note>>(note{id, n})});
+  }
+  std::vector<sent> sent_out() {
+    std::lock_guard lock(mutex_);
+    return sent_;
+  }
+
   shard_home home_of(shard_id shard) override {
     std::lock_guard lock(mutex_);
     asked_.push_back(shard);
@@ -62,6 +103,11 @@ class manual_placement final : public placement {
   void set_listener(home_listener listener) override {
     std::lock_guard lock(mutex_);
     listener_ = std::move(listener);
+  }
+  /// Gives `shard` a home without telling the listener yet (its news is still on the way).
+  void place_quietly(shard_id shard, shard_home home) {
+    std::lock_guard lock(mutex_);
+    homes_[shard] = std::move(home);
   }
   /// Gives `shard` a home and tells the listener, as the cluster does after an allocation.
   void place(shard_id shard, shard_home home) {
@@ -87,6 +133,8 @@ class manual_placement final : public placement {
   std::map<shard_id, shard_home> homes_;
   std::vector<shard_id> asked_;
   home_listener listener_;
+  arrival_handler arrivals_;
+  std::vector<sent> sent_;
 };
 
 enum class mode { direct_route, max_entities, custom_shard };
@@ -110,10 +158,11 @@ struct fixture {
             troupe::config::parse_string(hocon, "node.conf"))),
         out(system, "out") {
     auto& sharding = cluster_sharding::get(system);
-    sharding.set_placement_factory([this](const troupe::sharding::region_settings& s) {
-      EXPECT_EQ(s.type_name, "noter");
-      return homes;
-    });
+    sharding.set_placement_factory(
+        [this](const troupe::sharding::region_settings& s, const std::type_info&) {
+          EXPECT_EQ(s.type_name, "noter");
+          return homes;
+        });
     auto options = sharding_options<note>::create()
                        .with_type_name("noter")
                        .with_entity<noter>(out.ref(), epochs)
@@ -214,6 +263,99 @@ TEST_P(PlacementRouting, ARunningShardWhoseHomeGoesStopsAndItsNextMessagesWaitFo
   f.system.run_until_idle();
   EXPECT_EQ(f.out.expect_message(), 6);
   EXPECT_EQ(*f.epochs, (std::vector<std::uint64_t>{7, 9}));
+}
+
+TEST_P(PlacementRouting, AShardOnAnotherNodeGetsItsMessagesInOrderThroughThePlacement) {
+  fixture f(GetParam());
+  f.homes->remote = true;
+  test_probe<troupe::dead_letter> dead(f.system, "dead");
+  f.system.dead_letters().subscribe(dead.ref());
+  for (int i = 0; i < 5; ++i) f.region.tell(note{"a", i});
+  f.system.run_until_idle();
+  EXPECT_TRUE(f.homes->sent_out().empty());  // no home yet: they wait
+
+  f.homes->place(f.shard, troupe::sharding::placed_remote{"node-b", 3});
+  f.system.run_until_idle();
+  for (int i = 5; i < 8; ++i) f.region.tell(note{"a", i});
+  f.region.tell(note{"a", -1});  // cannot be encoded: a dead letter saying why, the rest go on
+  f.region.tell(note{"a", 8});
+  f.system.run_until_idle();
+  const auto sent = f.homes->sent_out();
+  ASSERT_EQ(sent.size(), 9U);
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_EQ(sent[i].n, i);  // in the order sent, the waiting ones first
+    EXPECT_EQ(sent[i].node, "node-b");
+    EXPECT_EQ(sent[i].epoch, 3);
+    EXPECT_EQ(sent[i].shard, f.shard);
+    EXPECT_EQ(sent[i].id, "a");
+  }
+  const auto d = dead.expect_message();
+  EXPECT_NE(d.reason.find("node-b"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("negative"), std::string::npos) << d.reason;
+  f.out.expect_no_message(1ms);  // nothing ran here
+  EXPECT_TRUE(f.epochs->empty());
+  EXPECT_EQ(cluster_sharding::get(f.system).state("noter").buffered, 0U);
+
+  // The shard comes here: from now on it runs here.
+  f.homes->place(f.shard, troupe::sharding::placed_here{9});
+  f.system.run_until_idle();
+  f.region.tell(note{"a", 9});
+  f.system.run_until_idle();
+  EXPECT_EQ(f.out.expect_message(), 9);
+  EXPECT_EQ(f.homes->sent_out().size(), 9U);
+}
+
+TEST_P(PlacementRouting, WhatAnotherNodeSendsIsDeliveredOnlyWhereThePlacementSaysTheShardLives) {
+  fixture f(GetParam());
+  f.homes->remote = true;
+  test_probe<troupe::dead_letter> dead(f.system, "dead");
+  f.system.dead_letters().subscribe(dead.ref());
+  f.system.run_until_idle();  // the region starts and takes arrivals
+  // Sent at epoch 5 by a node that believes the shard lives here; this node does not know yet.
+  f.homes->arrive(f.shard, 5, "a", 0);
+  f.homes->arrive(f.shard, 5, "a", 1);
+  f.system.run_until_idle();
+  f.out.expect_no_message(1ms);
+  // An older remote home than the sender's: this node's view is behind, so they stay.
+  f.homes->place(f.shard, troupe::sharding::placed_remote{"node-c", 4});
+  f.system.run_until_idle();
+  EXPECT_TRUE(f.homes->sent_out().empty());
+  // A newer one: they go on there, in order.
+  f.homes->place(f.shard, troupe::sharding::placed_remote{"node-c", 6});
+  f.system.run_until_idle();
+  auto sent = f.homes->sent_out();
+  ASSERT_EQ(sent.size(), 2U);
+  EXPECT_EQ(sent[0].n, 0);
+  EXPECT_EQ(sent[1].n, 1);
+  EXPECT_EQ(sent[1].epoch, 6);
+  // Sent at the epoch this node knows as remote: it waits rather than circling back.
+  f.homes->arrive(f.shard, 6, "a", 2);
+  f.system.run_until_idle();
+  EXPECT_EQ(f.homes->sent_out().size(), 2U);
+  f.homes->place(f.shard, troupe::sharding::placed_here{8});
+  f.system.run_until_idle();
+  EXPECT_EQ(f.out.expect_message(), 2);
+  EXPECT_EQ(*f.epochs, std::vector<std::uint64_t>{8});
+  // A node that maps the entity to another shard: a dead letter naming the disagreement.
+  f.homes->arrive(f.shard + 1, 8, "a", 3);
+  f.system.run_until_idle();
+  const auto d = dead.expect_message();
+  EXPECT_EQ(d.code, make_error_code(troupe::errc::invalid_entity_id));
+  EXPECT_NE(d.reason.find("num-shards"), std::string::npos) << d.reason;
+  f.out.expect_no_message(1ms);
+}
+
+TEST(PlacementRouting, WhatWaitedInTheRegionGoesFirstWhenTheShardStartsBeforeTheNewsOfItsHome) {
+  for (mode how : {mode::max_entities, mode::custom_shard}) {  // the region sees each message
+    fixture f(how);
+    for (int i = 0; i < 3; ++i) f.region.tell(note{"a", i});
+    f.system.run_until_idle();
+    f.homes->place_quietly(f.shard, troupe::sharding::placed_here{7});
+    f.region.tell(note{"a", 3});
+    f.system.run_until_idle();
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(f.out.expect_message(), i) << name_of(how);
+    EXPECT_EQ(cluster_sharding::get(f.system).state("noter").buffered, 0U) << name_of(how);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EachRoutingMode, PlacementRouting,

@@ -9,8 +9,10 @@
 
 #include <boost/describe/class.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace troupe::cluster {
 
@@ -26,9 +28,25 @@ struct home_request_message {
 };
 BOOST_DESCRIBE_STRUCT(home_request_message, (), (type, node, incarnation, shard))
 
+/// A message for an entity of `type`, sent by one node's region to the delivery endpoint of the
+/// node that owns the entity's shard at `epoch` (as the sender knows it). The entity's message
+/// travels encoded under its own manifest.
+struct sharded_delivery {
+  std::string type;
+  std::uint32_t shard = 0;
+  std::int64_t epoch = 0;
+  std::string entity_id;
+  std::string manifest;
+  std::uint32_t version = 0;
+  std::vector<std::byte> payload;
+};
+BOOST_DESCRIBE_STRUCT(sharded_delivery, (),
+                      (type, shard, epoch, entity_id, manifest, version, payload))
+
 /// Registers the cluster's own messages (manifests `troupe.cluster.*`).
 inline void add_cluster_messages(message_registry& registry) {
   registry.add<home_request_message>("troupe.cluster.home_request");
+  registry.add<sharded_delivery>("troupe.cluster.sharded_delivery");
 }
 
 }  // namespace troupe::cluster

@@ -13,7 +13,9 @@
 /// be sure the lease lives), writes the member key under it, and starts the node's coordinator
 /// endpoint. Every sharded type started afterwards gets a coordinator runner (the election picks
 /// one per type in the cluster) and a cluster placement: shards are allocated to the regions of
-/// the type, and a shard is hosted here only once its store fence is raised to its epoch. See
+/// the type, and a shard is hosted here only once its store fence is raised to its epoch. A
+/// message sent to any node's region reaches its entity on the node that hosts the shard (the
+/// type's message type must be in the remote node's registry; start() fails otherwise). See
 /// docs/cluster.md for the parts and what is not built yet.
 
 #include <troupe/cluster/membership/consensus_store.hpp>
@@ -102,9 +104,11 @@ class cluster_node {
   [[nodiscard]] bool leads(const std::string& type_name) const;
   /// Leaves: no shard starts here any more, the running ones stop (each after what its mailbox
   /// holds), and once none runs (or after one lease TTL at most) the lease is revoked, so the
-  /// node's keys go and its shards move. Messages that arrive meanwhile wait in the regions.
-  /// (A graceful leave that hands shards off first is part 2 of the cluster.) `done` gets the
-  /// store's answer to the revoke, on another thread.
+  /// node's keys go and its shards move. Messages for those shards wait in the regions (here
+  /// and on the nodes that send to them) until the shards have their next home, and then go
+  /// there; the regions here keep routing to the other nodes. (A graceful leave that hands
+  /// shards off first is part 2 of the cluster.) `done` gets the store's answer to the revoke,
+  /// on another thread.
   void leave(std::function<void(std::error_code)> done = {});
 
   struct state;

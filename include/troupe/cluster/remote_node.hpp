@@ -79,6 +79,9 @@ class remote_node {
 
   [[nodiscard]] remote_stats stats() const;
 
+  /// The message types this node sends and receives.
+  [[nodiscard]] std::shared_ptr<const message_registry> registry() const;
+
   /// Closes every connection and stops listening. Idempotent; the destructor calls it.
   void shutdown();
 

@@ -130,14 +130,17 @@ class cluster_sharding {
   std::vector<std::string> type_names() const;
 
   // -- the placement seam (the cluster layer sets it; tests may) -------------------------------
-  /// Makes the placement of each type started from now on (types started before keep theirs):
-  /// the cluster answers with allocations; without a factory every shard lives here.
-  using placement_factory = std::function<std::shared_ptr<placement>(const region_settings&)>;
+  /// Makes the placement of each type started from now on (types started before keep theirs),
+  /// given its settings and its entities' message type: the cluster answers with allocations
+  /// (and throws when that type cannot cross nodes); without a factory every shard lives here.
+  using placement_factory = std::function<std::shared_ptr<placement>(
+      const region_settings&, const std::type_info& message_type)>;
   void set_placement_factory(placement_factory factory);
 
  private:
   /// The new type's placement: the factory's, or single_node_placement.
-  std::shared_ptr<placement> make_placement(const region_settings& settings);
+  std::shared_ptr<placement> make_placement(const region_settings& settings,
+                                            const std::type_info& message_type);
 
   /// A started region as its refs need it.
   struct region_handle {
@@ -248,7 +251,7 @@ actor_ref<In> cluster_sharding::start(sharding_options<M, In> options) {
     setup->credits = std::make_shared<detail::credit_table>(setup->settings.num_shards,
                                                             setup->settings.shard_capacity);
   }
-  setup->homes = make_placement(setup->settings);
+  setup->homes = make_placement(setup->settings, typeid(M));
   // With an LRU limit the region sees every message (it keeps the order of use).
   setup->routes = std::make_shared<detail::shard_routes<M>>(
       setup->settings.num_shards, setup->settings.max_entities == 0, system_.clock());

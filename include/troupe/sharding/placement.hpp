@@ -7,12 +7,17 @@
 /// region (a node and the allocation's epoch, which every message to that node carries), or it
 /// has *no home yet* (the region buffers the shard's messages until the placement reports a
 /// home). One node without a cluster uses single_node_placement, which always answers `here`.
-/// The cluster layer implements the seam with membership, the coordinator and remoting.
+/// The cluster layer implements the seam with membership, the coordinator and remoting: its
+/// placement also carries messages to a remote home (send_remote) and hands the region what
+/// other nodes' regions sent here (set_arrival_handler).
 
+#include <troupe/core/actor_ref.hpp>
+#include <troupe/core/detail/envelope.hpp>
 #include <troupe/sharding/shard_id.hpp>
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <variant>
 
@@ -46,6 +51,15 @@ struct no_home_yet {
 /// One answer of a placement.
 using shard_home = std::variant<placed_here, placed_remote, no_home_yet>;
 
+/// A message another node's region sent to an entity whose shard it placed here at `epoch`.
+struct remote_arrival {
+  shard_id shard = 0;
+  shard_epoch epoch = 0;
+  std::string entity_id;
+  /// The decoded message (an envelope of the type's message type), with the remote sender.
+  std::unique_ptr<troupe::detail::envelope_base> message;
+};
+
 /// Answers "where does this shard live" for one sharded type.
 class placement {
  public:
@@ -66,6 +80,23 @@ class placement {
   /// Sets the one listener told about changed homes (replacing any earlier one; an empty
   /// function removes it). It may be called on any thread, never inside home_of().
   virtual void set_listener(home_listener listener) = 0;
+
+  // -- routing across nodes (a placement without it keeps remote shards' messages waiting) ---
+  /// Called with each message other nodes' regions sent here; may be called on any thread.
+  using arrival_handler = std::function<void(remote_arrival)>;
+
+  /// Whether send_remote() reaches other nodes.
+  [[nodiscard]] virtual bool routes_remote() const noexcept { return false; }
+  /// Sends `message` (the type's message type, left where it is: it is encoded before this
+  /// returns) for entity `entity_id` of `shard` to the region at `home`, with `sender` (replies
+  /// come back across nodes). Throws troupe::error (or another exception) when it cannot: the
+  /// message cannot be encoded, or `home` is not a member any more.
+  virtual void send_remote(const placed_remote& home, shard_id shard, const std::string& entity_id,
+                           const void* message, const untyped_ref& sender) {
+    (void)home, (void)shard, (void)entity_id, (void)message, (void)sender;
+  }
+  /// Sets the one handler of arrivals (an empty function removes it).
+  virtual void set_arrival_handler(arrival_handler handler) { (void)handler; }
 };
 
 /// The placement of a node without a cluster: every shard lives here, at epoch 0, for ever.

@@ -9,22 +9,6 @@
 
 namespace troupe::cluster {
 
-void coordinator_directory::set(const std::string& type,
-                                std::shared_ptr<coordinator_runner> runner) {
-  std::lock_guard lock(mutex_);
-  if (runner) {
-    runners_[type] = std::move(runner);
-  } else {
-    runners_.erase(type);
-  }
-}
-
-std::shared_ptr<coordinator_runner> coordinator_directory::find(const std::string& type) const {
-  std::lock_guard lock(mutex_);
-  auto it = runners_.find(type);
-  return it == runners_.end() ? nullptr : it->second;
-}
-
 void coordinator_endpoint::receive(home_request_message& m) {
   // A question, not a user's message: one this node cannot answer (a type it does not run, a
   // malformed asker) is dropped, and the asker asks again.

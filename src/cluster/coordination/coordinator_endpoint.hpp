@@ -10,11 +10,10 @@
 #include <troupe/core/actor.hpp>
 
 #include "cluster/coordination/coordinator_runner.hpp"
+#include "cluster/named_directory.hpp"
 #include "cluster/placement/cluster_placement.hpp"
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 namespace troupe::cluster {
@@ -23,17 +22,7 @@ namespace troupe::cluster {
 inline constexpr const char* coordinator_endpoint_path = "/system/cluster-coordinators";
 
 /// The runners of this node, by type; shared by the endpoint and the cluster's wiring.
-class coordinator_directory {
- public:
-  /// Sets (or, with null, removes) the runner of `type`.
-  void set(const std::string& type, std::shared_ptr<coordinator_runner> runner);
-  /// The runner of `type`, or null.
-  [[nodiscard]] std::shared_ptr<coordinator_runner> find(const std::string& type) const;
-
- private:
-  mutable std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<coordinator_runner>, std::less<>> runners_;
-};
+using coordinator_directory = named_directory<coordinator_runner>;
 
 /// Hands home requests from other nodes to this node's runners.
 class coordinator_endpoint final : public troupe::actor<home_request_message> {

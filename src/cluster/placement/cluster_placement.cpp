@@ -106,7 +106,8 @@ shard_home cluster_placement::home_locked(shard_id shard) const {
   if (it == allocations_.end()) return no_home_yet{};
   const coord::allocation& a = it->second;
   if (a.owner == options_.self) {
-    if (options_.proxy) return no_home_yet{};  // never allocated a shard; nothing to host it
+    // A proxy is never allocated a shard; a node that left or fenced itself hosts none.
+    if (options_.proxy || !hosting_) return no_home_yet{};
     if (!raise_fence_) return placed_here{a.mod_revision};
     // Here only once the store refuses the previous owner's writes.
     auto f = fences_.find(shard);
@@ -141,6 +142,45 @@ void cluster_placement::set_listener(home_listener listener) {
   listener_ = std::move(listener);
 }
 
+void cluster_placement::send_remote(const placed_remote& home, shard_id shard,
+                                    const std::string& entity_id, const void* message,
+                                    const untyped_ref& sender) {
+  const std::optional<std::string> address = address_of(home.node);
+  if (!address) {
+    throw cluster_error(errc::node_unreachable, "node " + home.node + " is not a member any more");
+  }
+  options_.send(*address, shard, home.epoch, entity_id, message, sender);
+}
+
+void cluster_placement::set_arrival_handler(arrival_handler handler) {
+  std::vector<sharding::remote_arrival> early;
+  {
+    std::lock_guard lock(mutex_);
+    arrivals_ = std::move(handler);
+    if (!arrivals_) return;
+    had_arrivals_handler_ = true;
+    early.swap(early_arrivals_);
+    // Handed on under the lock: a later arrival cannot overtake them.
+    for (auto& a : early) arrivals_(std::move(a));
+  }
+}
+
+bool cluster_placement::arrive(sharding::remote_arrival arrival) {
+  // The endpoint is one actor: arrivals come one at a time, in order, and the lock keeps them
+  // behind the early ones.
+  std::lock_guard lock(mutex_);
+  if (!arrivals_) {
+    // A region about to start: its arrivals wait for it, bounded (the region starts right after
+    // its placement, so few arrive meanwhile).
+    constexpr std::size_t early_limit = 4096;
+    if (had_arrivals_handler_ || early_arrivals_.size() >= early_limit) return false;
+    early_arrivals_.push_back(std::move(arrival));
+    return true;
+  }
+  arrivals_(std::move(arrival));
+  return true;
+}
+
 bool cluster_placement::ready() const {
   std::lock_guard lock(mutex_);
   return registered_ && read_;
@@ -157,6 +197,15 @@ std::optional<std::string> cluster_placement::address_of(const std::string& node
     if (id.node == node) return address;
   }
   return std::nullopt;
+}
+
+void cluster_placement::stop_hosting() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!hosting_) return;
+    hosting_ = false;
+  }
+  boost::asio::post(strand_, [self = shared_from_this()] { self->announce({}); });
 }
 
 void cluster_placement::stop() {
@@ -323,7 +372,7 @@ void cluster_placement::find_home(shard_id shard) {
     if (stopped_ || !read_) return;
     auto it = allocations_.find(shard);
     if (it != allocations_.end() && it->second.owner == options_.self) {
-      if (options_.proxy || !raise_fence_) return;
+      if (options_.proxy || !hosting_ || !raise_fence_) return;
       const shard_epoch epoch = it->second.mod_revision;
       auto& f = fences_[shard];
       if (f.epoch == epoch && f.state != fence_state::failed) return;  // raising, raised or lost

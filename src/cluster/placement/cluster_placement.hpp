@@ -13,6 +13,8 @@
 ///   placement asks the coordinator for a home (again every `retry` until it has one).
 /// - Every change to a home the region asked about reaches the listener (on the store's
 ///   executor), including the first read and a raised fence.
+/// - With a `send` in its options it carries the region's messages to remote homes (to the
+///   member's address), and arrive() hands the region what other nodes sent here.
 ///
 /// Threading: home_of() may be called from any thread and never blocks; everything else runs on
 /// one strand over the store's executor.
@@ -60,6 +62,12 @@ fence_raiser raise_fences_in(std::shared_ptr<persistence::plugin> store, std::st
 /// allocation in the store. Must not block.
 using home_request = std::function<void(sharding::shard_id)>;
 
+/// Sends one message of the type (a `const M*`) for an entity of a shard to the node listening
+/// at `address`, which owns the shard at the epoch. Throws when it cannot; must not block.
+using remote_delivery =
+    std::function<void(const std::string& address, sharding::shard_id, sharding::shard_epoch,
+                       const std::string& entity_id, const void* message, const untyped_ref&)>;
+
 struct cluster_placement_options {
   /// The cluster name (P = /troupe/<cluster>).
   std::string cluster;
@@ -71,6 +79,8 @@ struct cluster_placement_options {
   bool proxy = false;
   /// How long before a home request, a failed read, registration or fence raise is repeated.
   duration retry = std::chrono::milliseconds(500);
+  /// Carries messages to remote homes; empty: they wait in the region.
+  remote_delivery send;
 };
 
 /// One sharded type's placement on one cluster node.
@@ -88,6 +98,17 @@ class cluster_placement final : public sharding::placement,
 
   [[nodiscard]] sharding::shard_home home_of(sharding::shard_id shard) override;
   void set_listener(home_listener listener) override;
+  [[nodiscard]] bool routes_remote() const noexcept override {
+    return static_cast<bool>(options_.send);
+  }
+  /// Throws cluster_error(node_unreachable) when `home`'s node is no member any more.
+  void send_remote(const sharding::placed_remote& home, sharding::shard_id shard,
+                   const std::string& entity_id, const void* message,
+                   const untyped_ref& sender) override;
+  void set_arrival_handler(arrival_handler handler) override;
+  /// Hands the region a message another node sent here; false when no region listens (any
+  /// more, or already more than a few before the region started: those wait for it).
+  bool arrive(sharding::remote_arrival arrival);
 
   /// The region is registered and the first state read is in.
   [[nodiscard]] bool ready() const;
@@ -96,8 +117,12 @@ class cluster_placement final : public sharding::placement,
       const;
   /// Where a member's transport listens, if it is a member now.
   [[nodiscard]] std::optional<std::string> address_of(const std::string& node) const;
-  /// This incarnation ended (its lease is gone or it fenced itself): from now on no shard has a
-  /// home here or anywhere as far as this node can tell, and nothing more is read or asked.
+  /// This node hosts no shard any more (it leaves, or fenced itself): the shards allocated to
+  /// it have no home as far as it can tell, until they are allocated elsewhere; it goes on
+  /// reading, so its region keeps routing to the other nodes.
+  void stop_hosting();
+  /// This placement ends: from now on no shard has a home here or anywhere as far as this node
+  /// can tell, and nothing more is read or asked.
   void stop();
   /// stop() was called.
   [[nodiscard]] bool stopped() const noexcept { return stopped_.load(); }
@@ -144,6 +169,7 @@ class cluster_placement final : public sharding::placement,
 
   mutable std::mutex mutex_;
   bool registered_ = false;
+  bool hosting_ = true;
   bool read_ = false;
   std::map<sharding::coordination::member_id, std::string> members_;  // id -> address
   std::map<sharding::shard_id, sharding::coordination::allocation> allocations_;
@@ -151,6 +177,10 @@ class cluster_placement final : public sharding::placement,
   /// What the region was last told for each shard it asked about.
   std::map<sharding::shard_id, sharding::shard_home> asked_;
   home_listener listener_;
+  arrival_handler arrivals_;
+  bool had_arrivals_handler_ = false;
+  /// What arrived before the region started (the type's region key goes out first).
+  std::vector<sharding::remote_arrival> early_arrivals_;
 
   // Strand-only state.
   std::map<sharding::shard_id, time_point> requested_;  // last home request per homeless shard

@@ -217,6 +217,10 @@ void remote_node::expose(const untyped_ref& ref) { core_->expose(ref); }
 
 remote_stats remote_node::stats() const { return core_->stats(); }
 
+std::shared_ptr<const message_registry> remote_node::registry() const {
+  return core_->options().registry;
+}
+
 void remote_node::shutdown() { core_->shutdown(); }
 
 }  // namespace troupe::cluster

@@ -173,6 +173,19 @@ struct codec<std::vector<T, Alloc>> {
   }
 };
 
+/// Raw bytes: the same format as any vector (a count, then each byte), written in one go.
+template <>
+struct codec<std::vector<std::byte>> {
+  static void encode(byte_writer& w, const std::vector<std::byte>& v) {
+    w.write_varint(v.size());
+    w.write_raw(v);
+  }
+  static std::vector<std::byte> decode(byte_reader& r) {
+    auto raw = r.read_raw(r.read_count());
+    return {raw.begin(), raw.end()};
+  }
+};
+
 template <class K, class V, class Compare, class Alloc>
 struct codec<std::map<K, V, Compare, Alloc>> {
   static void encode(byte_writer& w, const std::map<K, V, Compare, Alloc>& m) {

@@ -9,7 +9,10 @@
 /// Where a shard lives is its placement's answer (placement.hpp), asked before the region starts
 /// a shard actor, whichever path the first message took: a shard with no home yet keeps its
 /// messages (senders hold them in its route, the region in its buffer, both bounded by
-/// buffer-size) until the placement reports a home.
+/// buffer-size) until the placement reports a home. A shard that lives on another node gets
+/// them from the region, in order, through the placement (send_remote); what other nodes'
+/// regions send here arrives through the placement too, and is delivered only where the
+/// placement says the shard lives now (docs/cluster.md, "Routing across nodes").
 
 #include <troupe/core/actor.hpp>
 #include <troupe/core/concurrency_gate.hpp>
@@ -47,10 +50,19 @@ struct home_changed {
   shard_id shard = 0;
 };
 
+/// A message another node's region sent to an entity of a shard it placed here at `epoch`.
 template <class M>
-using region_message =
-    std::variant<M, routed<M>, start_shard, route_full<M>, entity_stopped, entity_started,
-                 passivation_tick, get_region_state, shard_idle, shard_query, home_changed>;
+struct arrived {
+  shard_id shard = 0;
+  shard_epoch epoch = 0;
+  std::string entity_id;
+  M message;
+};
+
+template <class M>
+using region_message = std::variant<M, routed<M>, start_shard, route_full<M>, entity_stopped,
+                                    entity_started, passivation_tick, get_region_state, shard_idle,
+                                    shard_query, home_changed, arrived<M>>;
 
 /// Everything a region runs with.
 template <class M>
@@ -84,6 +96,8 @@ class region_actor final : public actor<region_message<M>> {
     std::string entity_id;
     std::unique_ptr<troupe::detail::envelope_base> envelope;
     M* message;
+    // A message from another node goes on only to a home newer than the one it was sent to.
+    shard_epoch sent_at_epoch = 0;
   };
   struct shard_entry {
     // The route's shard and setup fields are the running shard actor's: only this region
@@ -91,9 +105,6 @@ class region_actor final : public actor<region_message<M>> {
     shard_route<M>* route = nullptr;
     std::unique_ptr<shard_route<M>> own_route;  // for ids beyond the routes table
     bool stopping = false;
-    // The placement answered no_home_yet (or a remote home) when asked last; the shard actor
-    // starts once it answers placed_here.
-    bool homeless = false;
     shard_epoch epoch = 0;       // the allocation's epoch the shard actor runs at
     std::deque<pending> buffer;  // arrived while the shard actor stops or has no home
   };
@@ -118,12 +129,43 @@ class region_actor final : public actor<region_message<M>> {
     setup_->homes->set_listener([region = this->context().self_ref()](shard_id shard) {
       region.tell_any(region_message<M>(std::in_place_type<home_changed>, home_changed{shard}));
     });
+    setup_->homes->set_arrival_handler(
+        [region = this->context().self_ref(), office = &this->context().system().dead_letters(),
+         path = this->context().path(), type = setup_->settings.type_name](remote_arrival a) {
+          pass_arrival(region, *office, path, type, a);
+        });
+  }
+
+  /// Hands the region a message another node sent (on the placement's thread): a payload of
+  /// another type than M (the nodes disagree on the type's message) is a dead letter.
+  static void pass_arrival(const untyped_ref& region, dead_letter_office& office,
+                           const std::string& path, const std::string& type,
+                           remote_arrival& a) noexcept {
+    std::unique_ptr<troupe::detail::envelope_base> in = std::move(a.message);
+    if (!in) return;
+    if (in->type() != typeid(M)) {
+      office.publish(in.release(), path, make_error_code(errc::bad_reply_type),
+                     "region " + type + ": another node sent a message of another type");
+      return;
+    }
+    M& message = *static_cast<M*>(in->payload());
+    try {
+      auto* e = new troupe::detail::envelope<region_message<M>>(
+          std::in_place_type<arrived<M>>,
+          arrived<M>{a.shard, a.epoch, std::move(a.entity_id), std::move(message)});
+      e->sender = std::move(in->sender);
+      region.target()->enqueue_any(e);
+    } catch (...) {
+      dead_letter_in_place(office, std::move(in), message, path, errc::message_copy_failed,
+                           "region " + type + ": " + copy_failure_reason());
+    }
   }
 
   // Senders holding refs may outlive the region: they find every route closed (and send here,
   // to dead letters); what routes held goes to dead letters now.
   void post_stop() override {
     setup_->homes->set_listener({});  // it held a ref to this region
+    setup_->homes->set_arrival_handler({});
     auto close = [this](shard_id, shard_route<M>& route) {
       troupe::detail::mpsc_node* held = nullptr;
       {
@@ -180,6 +222,7 @@ class region_actor final : public actor<region_message<M>> {
             [this](shard_idle& idle) { on_shard_idle(idle); },
             [this](shard_query& q) { on_shard_query(q); },
             [this](home_changed& h) { on_home_changed(h.shard); },
+            [this](arrived<M>& a) { contained(a.message, [&] { on_arrival(a); }); },
         },
         msg);
   }
@@ -239,56 +282,112 @@ class region_actor final : public actor<region_message<M>> {
         passivate(victim);
       }
     }
-    auto& entry = entry_of(shard);
-    if (entry.stopping || !has_home_here(shard, entry)) {
-      if (buffered_ >= setup_->settings.buffer_size) {
-        reject(message,
-               "region buffer full while shard " + std::to_string(shard) +
-                   (entry.stopping ? " stops" : " waits for a home"),
-               errc::mailbox_full);
-        return;
-      }
-      // The message waits in its own envelope, with its sender: nothing moves.
-      entry.buffer.push_back({std::move(id), nullptr, &message});
-      entry.buffer.back().envelope.reset(this->context().cell().release_current());
-      ++buffered_;
+    route_to(shard, id, message, 0);
+  }
+
+  /// A message another node's region sent here for a shard it placed here at `a.epoch`: the
+  /// nodes must agree on the entity's shard. It goes where this node's placement says the shard
+  /// lives now: here once its fence stands, on to a newer remote home, else it waits here.
+  void on_arrival(arrived<M>& a) {
+    shard_id shard = 0;
+    try {
+      shard = a.entity_id.empty()        ? a.shard
+              : setup_->extract_shard_id ? setup_->extract_shard_id(a.entity_id)
+                                         : shard_of(a.entity_id, setup_->settings.num_shards);
+    } catch (...) {
+      reject(a.message, "cannot route entity '" + a.entity_id +
+                            "' from another node: " + describe_current_exception());
       return;
     }
-    // 1 in 16 carries its send time, which the shard's queue-wait figure samples.
-    time_point sent_at{};
-    if ((++sampled_ & 15U) == 0) sent_at = this->context().clock().now();
-    send(shard, entry, std::move(id), message, this->context().sender(), sent_at);
-  }
-
-  /// A route holds messages for a shard with no actor: start one (unless the current one is
-  /// still stopping: the next starts when it is gone).
-  void on_start_shard(shard_id shard) {
-    auto& entry = entry_of(shard);
-    if (!entry.stopping && has_home_here(shard, entry)) ensure_shard(shard, entry);
-  }
-
-  /// Whether the shard may run here: its actor runs, or the placement answers placed_here (its
-  /// epoch is kept for the actor about to start). Otherwise the shard is homeless: what arrives
-  /// for it waits (asking also starts the search for a home).
-  bool has_home_here(shard_id shard, shard_entry& entry) {
-    if (entry.route->shard) return true;
-    const shard_home home = setup_->homes->home_of(shard);
-    if (const auto* here = std::get_if<placed_here>(&home)) {
-      entry.homeless = false;
-      entry.epoch = here->epoch;
-      return true;
+    if (a.entity_id.empty() || shard != a.shard) {
+      reject(a.message, "another node routed entity '" + a.entity_id + "' to shard " +
+                            std::to_string(a.shard) + ", this node to shard " +
+                            std::to_string(shard) +
+                            ": every node needs the same num-shards and shard-id extractor");
+      return;
     }
-    // placed_remote included: this region sends nothing to other nodes yet (the cluster's
-    // routing does), so a remote home leaves the messages waiting here too.
-    entry.homeless = true;
-    return false;
+    if (keeps_order()) {
+      for (auto& victim : policy_.entity_touched(entity_key_view(shard, a.entity_id),
+                                                 this->context().clock().now())) {
+        passivate(victim);
+      }
+    }
+    route_to(shard, a.entity_id, a.message, a.epoch);
   }
 
-  /// The placement has news of a shard: if it now lives here, start it and deliver what waited
-  /// (what senders held in its route first, then the region's buffer, as after a stop). If it
-  /// runs here but no longer lives here at its epoch (the node fenced itself, or the shard was
-  /// allocated again), drain and stop it: what arrives meanwhile waits, in order, for the
-  /// shard's next home.
+  /// Delivers `message` (in the envelope being handled) to entity `id` of `shard` where the
+  /// shard lives, or keeps it waiting. `sent_at_epoch` > 0: another node sent it here at that
+  /// epoch, and it goes on only to a newer remote home (epochs only grow, so it never circles).
+  void route_to(shard_id shard, std::string& id, M& message, shard_epoch sent_at_epoch) {
+    auto& entry = entry_of(shard);
+    if (!entry.stopping) {
+      if (entry.route->shard) {
+        // 1 in 16 carries its send time, which the shard's queue-wait figure samples.
+        time_point sent_at{};
+        if ((++sampled_ & 15U) == 0) sent_at = this->context().clock().now();
+        send(shard, entry, std::move(id), message, this->context().sender(), sent_at);
+        return;
+      }
+      const shard_home home = home_of(shard, entry);
+      if (std::holds_alternative<placed_here>(home)) {
+        // What waited goes first (the placement may answer here before its listener's news).
+        if (!entry.buffer.empty()) {
+          ensure_shard(shard, entry);
+          replay_buffer(shard, entry);
+        }
+        send(shard, entry, std::move(id), message, this->context().sender());
+        return;
+      }
+      if (const auto* remote = std::get_if<placed_remote>(&home);
+          remote != nullptr && remote->epoch > sent_at_epoch && setup_->homes->routes_remote()) {
+        std::string why;
+        if (!send_remote(*remote, shard, id, message, this->context().sender(), why)) {
+          reject(message, std::move(why), errc::message_copy_failed);
+        }
+        return;
+      }
+    }
+    if (buffered_ >= setup_->settings.buffer_size) {
+      reject(message,
+             "region buffer full while shard " + std::to_string(shard) +
+                 (entry.stopping ? " stops" : " waits for a home"),
+             errc::mailbox_full);
+      return;
+    }
+    // The message waits in its own envelope, with its sender: nothing moves.
+    entry.buffer.push_back({std::move(id), nullptr, &message, sent_at_epoch});
+    entry.buffer.back().envelope.reset(this->context().cell().release_current());
+    ++buffered_;
+  }
+
+  /// Sends `message` to the shard's remote home; false (with the reason) when it cannot go.
+  bool send_remote(const placed_remote& home, shard_id shard, const std::string& id,
+                   const M& message, const untyped_ref& sender, std::string& why) {
+    try {
+      setup_->homes->send_remote(home, shard, id, &message, sender);
+      return true;
+    } catch (...) {
+      why = "cannot send to node " + home.node + ": " + describe_current_exception();
+      return false;
+    }
+  }
+
+  /// A route holds messages for a shard with no actor: start one where the shard lives, or
+  /// send them to its remote home (unless the current actor is still stopping: what waits goes
+  /// on when it is gone).
+  void on_start_shard(shard_id shard) { settle(shard, entry_of(shard)); }
+
+  /// The placement's answer for a shard with no running actor; placed_here keeps its epoch for
+  /// the actor about to start. Asking also starts the search for a home.
+  shard_home home_of(shard_id shard, shard_entry& entry) {
+    shard_home home = setup_->homes->home_of(shard);
+    if (const auto* here = std::get_if<placed_here>(&home)) entry.epoch = here->epoch;
+    return home;
+  }
+
+  /// The placement has news of a shard: if it runs here but no longer lives here at its epoch
+  /// (the node fenced itself, or the shard was allocated again), drain and stop it (what
+  /// arrives meanwhile waits, in order, for the shard's next home); else settle it.
   void on_home_changed(shard_id shard) {
     auto it = shards_.find(shard);
     if (it == shards_.end() || it->second.stopping) return;
@@ -299,9 +398,94 @@ class region_actor final : public actor<region_message<M>> {
       if (here == nullptr || here->epoch != entry.epoch) stop_shard(entry);
       return;
     }
-    if (!entry.homeless || !has_home_here(shard, entry)) return;
-    ensure_shard(shard, entry);
-    replay_buffer(shard, entry);
+    settle(shard, entry);
+  }
+
+  /// Sends what waits for a shard with no running actor (what senders hold in its route first,
+  /// then the region's buffer, as after a stop) where the shard lives now: to a new actor here,
+  /// or to its remote home. With no home yet it keeps waiting.
+  void settle(shard_id shard, shard_entry& entry) {
+    if (entry.stopping || entry.route->shard) return;
+    const shard_home home = home_of(shard, entry);
+    if (std::holds_alternative<placed_here>(home)) {
+      if (waiting(entry)) {
+        ensure_shard(shard, entry);
+        replay_buffer(shard, entry);
+      }
+      return;
+    }
+    const auto* remote = std::get_if<placed_remote>(&home);
+    if (remote != nullptr && setup_->homes->routes_remote()) send_waiting(shard, entry, *remote);
+  }
+
+  [[nodiscard]] bool waiting(shard_entry& entry) {
+    if (!entry.buffer.empty()) return true;
+    std::lock_guard lock(entry.route->lock);
+    return entry.route->held > 0;
+  }
+
+  /// Sends what the route holds and what the region buffered for the shard to its remote home,
+  /// in order. The route goes back to idle, so the next sender asks the region again. Messages
+  /// another node sent here stay (all of them, keeping their order) unless `home` is newer than
+  /// every epoch they were sent at.
+  void send_waiting(shard_id shard, shard_entry& entry, const placed_remote& home) {
+    troupe::detail::mpsc_node* held = nullptr;
+    {
+      std::lock_guard lock(entry.route->lock);
+      held = entry.route->take_held_locked();
+      if (entry.route->state == route_state::starting) entry.route->state = route_state::idle;
+    }
+    shard_route<M>::for_each(held, [&](troupe::detail::envelope_base* e) {
+      std::unique_ptr<troupe::detail::envelope_base> owned(e);
+      M* message = nullptr;
+      std::string id;
+      std::string why;
+      try {
+        message = message_of(*owned, id);
+        if (id.empty()) {
+          why = "empty entity id";
+        } else if (send_remote(home, shard, id, *message, untyped_ref(owned->sender), why)) {
+          return;
+        }
+      } catch (...) {
+        why = "cannot route a message for shard " + std::to_string(shard) + ": " +
+              describe_current_exception();
+      }
+      dead_letter_from(this->context(), owned.release(),
+                       message != nullptr ? errc::message_copy_failed : errc::invalid_entity_id,
+                       "region " + setup_->settings.type_name + ": " + why);
+    });
+    for (const auto& p : entry.buffer) {
+      if (p.sent_at_epoch >= home.epoch) return;  // they wait for a newer home
+    }
+    std::deque<pending> buffer = std::move(entry.buffer);
+    buffered_ -= buffer.size();
+    for (auto& p : buffer) {
+      std::string why;
+      if (send_remote(home, shard, p.entity_id, *p.message, untyped_ref(p.envelope->sender), why)) {
+        continue;
+      }
+      dead_letter_in_place(this->context().system().dead_letters(), std::move(p.envelope),
+                           *p.message, this->context().path(), errc::message_copy_failed,
+                           "region " + setup_->settings.type_name + ": " + why);
+    }
+  }
+
+  /// The message a route held in `e` and its entity id: a delivery carries it, a counted
+  /// envelope may, else the extractor reads it (and may throw).
+  M* message_of(troupe::detail::envelope_base& e, std::string& id) {
+    if (e.type() == typeid(M)) {
+      M* m = static_cast<M*>(e.payload());
+      if (auto* c = dynamic_cast<counted_envelope<M>*>(&e); c != nullptr && !c->entity_id.empty()) {
+        id = c->entity_id;
+      } else if (setup_->extract_entity_id) {
+        id = setup_->extract_entity_id(*m);
+      }
+      return m;
+    }
+    auto& d = std::get<deliver<M>>(*static_cast<shard_message<M>*>(e.payload()));
+    id = d.entity_id;
+    return &d.message;
   }
 
   shard_entry& entry_of(shard_id shard) {
@@ -388,12 +572,8 @@ class region_actor final : public actor<region_message<M>> {
         }
       }
       entry.stopping = false;
-      const bool waiting = held || !entry.buffer.empty();
-      // The next actor starts only where the placement says the shard lives now.
-      if (waiting && has_home_here(shard, entry)) {
-        ensure_shard(shard, entry);
-        replay_buffer(shard, entry);
-      }
+      // What waits goes where the placement says the shard lives now.
+      if (held || !entry.buffer.empty()) settle(shard, entry);
       return;
     }
   }

@@ -1,0 +1,53 @@
+#pragma once
+/// How a region's messages reach a shard on another node: the sending region's placement
+/// encodes the message under its manifest into a sharded_delivery and tells it to the owner's
+/// delivery endpoint, `/system/cluster-deliveries`, which every node runs and exposes. The
+/// endpoint decodes it and hands it to the placement of its type, which passes it to the
+/// region; the region delivers it only where its own placement says the shard lives now
+/// (docs/cluster.md, "Routing across nodes"). Remoting keeps the order of one sender's messages
+/// to one recipient, so a region's messages to a node arrive in the order it sent them.
+
+#include <troupe/cluster/cluster_messages.hpp>
+#include <troupe/cluster/message_registry.hpp>
+#include <troupe/cluster/remote_node.hpp>
+#include <troupe/core/actor.hpp>
+
+#include "cluster/named_directory.hpp"
+#include "cluster/placement/cluster_placement.hpp"
+
+#include <memory>
+#include <string>
+
+namespace troupe::cluster {
+
+/// The path of every node's delivery endpoint.
+inline constexpr const char* delivery_endpoint_path = "/system/cluster-deliveries";
+
+/// The placements of this node's sharded types, by type; shared by the endpoint and the
+/// cluster's wiring.
+using placement_directory = named_directory<cluster_placement>;
+
+/// Hands the messages other nodes' regions send here to the placements of their types. A
+/// delivery it cannot hand on (a type not running here, an unknown manifest, bad bytes) is a
+/// dead letter with the reason; nothing else is affected.
+class delivery_endpoint final : public troupe::actor<sharded_delivery> {
+ public:
+  delivery_endpoint(std::shared_ptr<const placement_directory> placements,
+                    std::shared_ptr<const message_registry> registry)
+      : placements_(std::move(placements)), registry_(std::move(registry)) {}
+
+ private:
+  void receive(sharded_delivery& d) override;
+  void refuse(std::error_code code, std::string reason);
+
+  std::shared_ptr<const placement_directory> placements_;
+  std::shared_ptr<const message_registry> registry_;
+};
+
+/// The sender a cluster placement of `type` uses: encodes each message with `entry` (the
+/// type's message type) and tells it to the delivery endpoint at the address. Throws
+/// cluster_error (invalid_address, or what encoding throws) when it cannot.
+remote_delivery deliver_over(remote_node& remote, std::shared_ptr<const message_registry> registry,
+                             const message_registry::entry& entry, std::string type);
+
+}  // namespace troupe::cluster
