@@ -47,9 +47,10 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
            std::find(options.roles.begin(), options.roles.end(), role) != options.roles.end();
   }
 
-  /// The node's lease is gone or in doubt, or it leaves: nothing here hosts or decides any
-  /// more. The placements go on reading, so the regions route to the nodes that host now.
-  void stop_hosting() {
+  /// The node's lease is gone or in doubt (`fenced_itself`), or it leaves: nothing here hosts
+  /// or decides any more. The placements go on reading, so the regions route to the nodes that
+  /// host now. Fenced, the running shards stop at once rather than drain.
+  void stop_hosting(bool fenced_itself) {
     std::map<std::string, std::shared_ptr<cluster_placement>, std::less<>> placed;
     {
       std::lock_guard lock(mutex);
@@ -57,7 +58,7 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
       placed = placements;
     }
     for (auto& [type, p] : placed) {
-      p->stop_hosting();
+      p->stop_hosting(fenced_itself);
       if (auto r = runners->find(type)) r->stop();
       runners->set(type, nullptr);
     }
@@ -65,7 +66,7 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
 
   /// The node goes away: nothing is hosted, decided or read any more.
   void stop_everything() {
-    stop_hosting();
+    stop_hosting(false);
     std::map<std::string, std::shared_ptr<cluster_placement>, std::less<>> placed;
     {
       std::lock_guard lock(mutex);
@@ -232,7 +233,7 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
         if (!self) return;
         troupe::logger()->warn("cluster {}: {} fenced itself ({}): it hosts no shard any more",
                                self->options.cluster_name, self->options.node, to_string(why));
-        self->stop_hosting();
+        self->stop_hosting(true);
       });
   return std::shared_ptr<cluster_node>(new cluster_node(std::move(s)));
 }
@@ -280,7 +281,7 @@ void cluster_node::leave(std::function<void(std::error_code)> done) {
   // The placements stop first: every region hears its running shards' homes are gone and stops
   // them. The keys go only once no shard runs here, so a shard's next owner never starts
   // beside a copy still draining here.
-  state_->stop_hosting();
+  state_->stop_hosting(false);
   if (leaving_.joinable()) return;  // already leaving
   leaving_ = std::jthread(
       [s = state_, types = std::move(types), done = std::move(done)](std::stop_token stop) {

@@ -493,17 +493,33 @@ void actor_cell::run_local_posts() noexcept {
 }
 
 envelope_base* actor_cell::next_user_envelope() noexcept {
-  if (ext_ && !ext_->unstashed.empty()) {
-    envelope_base* e = ext_->unstashed.back();
-    ext_->unstashed.pop_back();
-    return e;
+  for (;;) {
+    envelope_base* e = nullptr;
+    if (ext_ && !ext_->unstashed.empty()) {
+      e = ext_->unstashed.back();
+      ext_->unstashed.pop_back();
+    } else {
+      e = static_cast<envelope_base*>(mailbox_.pop());
+      if (e != nullptr && bounded() != nullptr && e->kind == envelope_kind::user) {
+        bounded()->size.fetch_sub(1, std::memory_order_seq_cst);
+        if (bounded()->waiting.load(std::memory_order_seq_cst) > 0) admit_waiters();
+      }
+    }
+    // An ordinary actor pays one compare; an entity whose node gave its shard up handles
+    // nothing more (entity_home::revoked).
+    if (e == nullptr || label_kind_ != label_kind::entity_id || e->kind != envelope_kind::user ||
+        !shard_revoked()) {
+      return e;
+    }
+    dead_letter(e, make_error_code(errc::recipient_terminated),
+                "the node gave this entity's shard up (it fenced itself)");
   }
-  auto* e = static_cast<envelope_base*>(mailbox_.pop());
-  if (e != nullptr && bounded() != nullptr && e->kind == envelope_kind::user) {
-    bounded()->size.fetch_sub(1, std::memory_order_seq_cst);
-    if (bounded()->waiting.load(std::memory_order_seq_cst) > 0) admit_waiters();
-  }
-  return e;
+}
+
+bool actor_cell::shard_revoked() const noexcept {
+  if (shard_revocations.load(std::memory_order_acquire) == 0) return false;
+  const entity_home* h = home();
+  return h != nullptr && h->revoked != nullptr && h->revoked->load(std::memory_order_relaxed);
 }
 
 void actor_cell::handle_user_envelope(envelope_base* e) noexcept {

@@ -14,7 +14,8 @@ const entity_home& intern_entity_home(std::string_view type_name, std::uint32_t 
   std::lock_guard lock(mutex);
   auto [it, inserted] = homes->try_emplace({std::string(type_name), shard_id});
   if (inserted)
-    it->second = entity_home{std::string(type_name), shard_id, nullptr, nullptr, std::nullopt};
+    it->second =
+        entity_home{std::string(type_name), shard_id, nullptr, nullptr, std::nullopt, nullptr};
   return it->second;
 }
 

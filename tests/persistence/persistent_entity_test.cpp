@@ -242,7 +242,7 @@ TEST(PersistentEntity, WritesAtTheShardFenceEpochItsShardHandsIt) {
   const tp::shard_fence_raise to_7{{"account", 3}, 7};
   ASSERT_EQ(store->async_raise_shard_fence(to_7, use_future).get(), tp::fence_raise::raised);
   // The home a shard hands its entities once the cluster raised the shard's fence to epoch 7.
-  static const troupe::detail::entity_home home{"account", 3, nullptr, nullptr, 7};
+  static const troupe::detail::entity_home home{"account", 3, nullptr, nullptr, 7, nullptr};
   auto a = system.spawn<account>(
       troupe::spawn_options("acc").with_entity(troupe::detail::entity_tag{"42", &home}));
   EXPECT_EQ(ask_balance(a, deposit{"", 4}), 4);

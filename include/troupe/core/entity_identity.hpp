@@ -3,6 +3,7 @@
 /// sharding layer sets it when it spawns an entity, and tests can set it with
 /// spawn_options::with_entity to exercise an entity without sharding.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -41,7 +42,16 @@ struct entity_home {
   /// the stores refuse them once a newer owner raises the fence. Empty on a single node: writes
   /// check no shard fence.
   std::optional<std::uint64_t> fence_epoch;
+  /// Set once the node gave the shard up without choosing to (the cluster fenced the node): the
+  /// entity then handles no further message, each becomes a dead letter, so nothing runs here
+  /// once the shard may run elsewhere. Null: never.
+  std::shared_ptr<const std::atomic<bool>> revoked;
 };
+
+/// How many times a shard in this process was given up (an entity_home::revoked set): entities
+/// read their own flag only once this is non-zero, so until a node first fences itself the
+/// check costs one load of a line nobody writes. Bumped after the flag is set (release).
+inline std::atomic<std::uint32_t> shard_revocations{0};
 
 /// A process-wide entity_home for this type and shard, for entities spawned without sharding
 /// (spawn_options::with_entity); never freed (thread-safe).

@@ -13,8 +13,10 @@
 
 #include <troupe/core/actor_ref.hpp>
 #include <troupe/core/detail/envelope.hpp>
+#include <troupe/core/entity_identity.hpp>
 #include <troupe/sharding/shard_id.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -81,6 +83,17 @@ class placement {
   /// function removes it). It may be called on any thread, never inside home_of().
   virtual void set_listener(home_listener listener) = 0;
 
+  /// Whether this node lost its shards without choosing to (its lease is gone or in doubt; it
+  /// never clears). From then on the entities handle no further message (each becomes a dead
+  /// letter: entity_home::revoked reads fence_flag()), and a running shard whose home went
+  /// stops at once instead of draining: nothing may run here once the lease can run out and
+  /// the shard start elsewhere. The placement then tells the listener about every shard, also
+  /// those already draining.
+  [[nodiscard]] bool fenced() const noexcept { return fenced_->load(std::memory_order_relaxed); }
+  [[nodiscard]] std::shared_ptr<const std::atomic<bool>> fence_flag() const noexcept {
+    return fenced_;
+  }
+
   // -- routing across nodes (a placement without it keeps remote shards' messages waiting) ---
   /// Called with each message other nodes' regions sent here; may be called on any thread.
   using arrival_handler = std::function<void(remote_arrival)>;
@@ -97,6 +110,16 @@ class placement {
   }
   /// Sets the one handler of arrivals (an empty function removes it).
   virtual void set_arrival_handler(arrival_handler handler) { (void)handler; }
+
+ protected:
+  /// The node fenced itself: see fenced().
+  void mark_fenced() noexcept {
+    fenced_->store(true);
+    troupe::detail::shard_revocations.fetch_add(1, std::memory_order_release);
+  }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> fenced_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 /// The placement of a node without a cluster: every shard lives here, at epoch 0, for ever.

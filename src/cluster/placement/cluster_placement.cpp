@@ -199,13 +199,28 @@ std::optional<std::string> cluster_placement::address_of(const std::string& node
   return std::nullopt;
 }
 
-void cluster_placement::stop_hosting() {
+void cluster_placement::stop_hosting(bool fenced) {
   {
     std::lock_guard lock(mutex_);
-    if (!hosting_) return;
+    if (!hosting_ && (!fenced || this->fenced())) return;
     hosting_ = false;
+    // At once, before the region hears of it: the entities stop handling messages now.
+    if (fenced) mark_fenced();
   }
-  boost::asio::post(strand_, [self = shared_from_this()] { self->announce({}); });
+  boost::asio::post(strand_, [self = shared_from_this(), fenced] {
+    self->announce({});
+    if (!fenced) return;
+    home_listener listener;
+    std::vector<shard_id> shards;
+    {
+      std::lock_guard lock(self->mutex_);
+      listener = self->listener_;
+      for (const auto& [shard, told] : self->asked_) shards.push_back(shard);
+    }
+    if (listener) {
+      for (shard_id shard : shards) listener(shard);
+    }
+  });
 }
 
 void cluster_placement::stop() {

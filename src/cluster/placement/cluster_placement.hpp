@@ -117,10 +117,12 @@ class cluster_placement final : public sharding::placement,
       const;
   /// Where a member's transport listens, if it is a member now.
   [[nodiscard]] std::optional<std::string> address_of(const std::string& node) const;
-  /// This node hosts no shard any more (it leaves, or fenced itself): the shards allocated to
-  /// it have no home as far as it can tell, until they are allocated elsewhere; it goes on
-  /// reading, so its region keeps routing to the other nodes.
-  void stop_hosting();
+  /// This node hosts no shard any more (it leaves, or with `fenced` it fenced itself): the
+  /// shards allocated to it have no home as far as it can tell, until they are allocated
+  /// elsewhere; it goes on reading, so its region keeps routing to the other nodes. Fenced, the
+  /// listener hears of every shard (the region stops them at once, also draining ones).
+  void stop_hosting(bool fenced);
+
   /// This placement ends: from now on no shard has a home here or anywhere as far as this node
   /// can tell, and nothing more is read or asked.
   void stop();

@@ -105,6 +105,7 @@ class region_actor final : public actor<region_message<M>> {
     shard_route<M>* route = nullptr;
     std::unique_ptr<shard_route<M>> own_route;  // for ids beyond the routes table
     bool stopping = false;
+    bool stopped_now = false;    // told to stop at once (the node fenced itself)
     shard_epoch epoch = 0;       // the allocation's epoch the shard actor runs at
     std::deque<pending> buffer;  // arrived while the shard actor stops or has no home
   };
@@ -386,19 +387,25 @@ class region_actor final : public actor<region_message<M>> {
   }
 
   /// The placement has news of a shard: if it runs here but no longer lives here at its epoch
-  /// (the node fenced itself, or the shard was allocated again), drain and stop it (what
-  /// arrives meanwhile waits, in order, for the shard's next home); else settle it.
+  /// (the node left, or the shard was allocated again), drain and stop it (what arrives
+  /// meanwhile waits, in order, for the shard's next home); if the node fenced itself, stop it
+  /// at once, also when it drains already. Else settle it.
   void on_home_changed(shard_id shard) {
     auto it = shards_.find(shard);
-    if (it == shards_.end() || it->second.stopping) return;
+    if (it == shards_.end()) return;
     shard_entry& entry = it->second;
     if (entry.route->shard) {
       const shard_home home = setup_->homes->home_of(shard);
       const auto* here = std::get_if<placed_here>(&home);
-      if (here == nullptr || here->epoch != entry.epoch) stop_shard(entry);
+      if (here != nullptr && here->epoch == entry.epoch) return;
+      if (setup_->homes->fenced()) {
+        stop_shard_now(entry);
+      } else if (!entry.stopping) {
+        stop_shard(entry);
+      }
       return;
     }
-    settle(shard, entry);
+    if (!entry.stopping) settle(shard, entry);
   }
 
   /// Sends what waits for a shard with no running actor (what senders hold in its route first,
@@ -554,6 +561,19 @@ class region_actor final : public actor<region_message<M>> {
     entry.route->shard.tell(stop_entities{});
   }
 
+  /// Stops a shard at once: its route shuts, and the shard and its entities stop after the
+  /// message each is handling (what their mailboxes hold becomes dead letters).
+  void stop_shard_now(shard_entry& entry) {
+    if (entry.stopped_now) return;
+    {
+      std::lock_guard lock(entry.route->lock);
+      entry.route->state = route_state::stopping;
+    }
+    entry.stopping = true;
+    entry.stopped_now = true;
+    this->context().stop(entry.route->shard);
+  }
+
   // Shards are the region's children: it hears of each stop without watching.
   void on_child_terminated(const untyped_ref& who) override {
     for (auto& [shard, entry] : shards_) {
@@ -572,6 +592,7 @@ class region_actor final : public actor<region_message<M>> {
         }
       }
       entry.stopping = false;
+      entry.stopped_now = false;
       // What waits goes where the placement says the shard lives now.
       if (held || !entry.buffer.empty()) settle(shard, entry);
       return;
@@ -602,8 +623,9 @@ class region_actor final : public actor<region_message<M>> {
       // answering placed_here; none on a single node (epoch 0: no allocation placed it).
       std::optional<std::uint64_t> fence;
       if (entry.epoch > 0) fence = static_cast<std::uint64_t>(entry.epoch);
-      setup->home = troupe::detail::entity_home{setup_->settings.type_name, shard, setup_->gate,
-                                                &append_entity_child_name, fence};
+      setup->home = troupe::detail::entity_home{
+          setup_->settings.type_name, shard, setup_->gate,
+          &append_entity_child_name,  fence, setup_->homes->fence_flag()};
       setup->id = shard;
       setup->spawn_entity = setup_->spawn_entity;
       setup->extract_entity_id = setup_->extract_entity_id;
