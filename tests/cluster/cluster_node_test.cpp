@@ -89,7 +89,31 @@ struct ledger {
     auto it = by_id.find(id);
     return it == by_id.end() ? 0 : it->second.size();
   }
+
+  /// Every one of `ids` got at least `n` messages.
+  bool delivered_all(const std::vector<std::string>& ids, std::size_t n) {
+    return std::all_of(ids.begin(), ids.end(),
+                       [&](const std::string& id) { return delivered(id) >= n; });
+  }
+
+  /// Those of `ids` started once, on `node`.
+  std::vector<std::string> started_only_on(const std::vector<std::string>& ids,
+                                           const std::string& node) {
+    std::lock_guard lock(mutex);
+    std::vector<std::string> out;
+    for (const auto& id : ids) {
+      if (starts[id] == std::vector<std::string>{node}) out.push_back(id);
+    }
+    return out;
+  }
 };
+
+/// "<prefix>0" ... "<prefix><count - 1>".
+std::vector<std::string> numbered(const std::string& prefix, int count) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < count; ++i) ids.push_back(prefix + std::to_string(i));
+  return ids;
+}
 
 class recorder final : public troupe::actor<note> {
  public:
@@ -259,19 +283,12 @@ TEST_P(cluster_node_stores,
                   "exactly one coordinator leads");
 
   // Only a's region gets messages: those of b's shards go on to b.
-  std::vector<std::string> ids;
-  for (int i = 0; i < 24; ++i) ids.push_back("user-" + std::to_string(i));
+  const auto ids = numbered("user-", 24);
   for (int n = 0; n < 3; ++n) {
     for (const auto& id : ids) to_a.tell(note{id, n});
   }
-  await_condition(
-      [&] {
-        for (const auto& id : ids) {
-          if (book_->delivered(id) < 3) return false;
-        }
-        return true;
-      },
-      10s, "every message delivered on its shard's node");
+  await_condition([&] { return book_->delivered_all(ids, 3); }, 10s,
+                  "every message delivered on its shard's node");
   // Which node each id's shard was allocated to.
   std::map<std::string, std::string> owner_of;
   auto owners = allocation_owners(*a.store, cluster_name_);
@@ -309,14 +326,8 @@ TEST_P(cluster_node_stores,
   for (int n = 3; n < 5; ++n) {
     for (const auto& id : ids) to_b.tell(note{id, n});
   }
-  await_condition(
-      [&] {
-        for (const auto& id : ids) {
-          if (book_->delivered(id) < 5) return false;
-        }
-        return true;
-      },
-      15s, "every message delivered after b left");
+  await_condition([&] { return book_->delivered_all(ids, 5); }, 15s,
+                  "every message delivered after b left");
 
   std::lock_guard lock(book_->mutex);
   for (const auto& id : ids) {
@@ -356,20 +367,13 @@ TEST_F(cluster_node_test, a_leaving_node_stops_its_entities_before_its_shards_mo
   await_condition([&] { return a.cluster->ready("recorder") && b.cluster->ready("recorder"); }, 5s,
                   "both regions ready");
   // Every id gets one message through each node's region: both reach the one node that hosts it.
-  std::vector<std::string> ids;
-  for (int i = 0; i < 16; ++i) ids.push_back("device-" + std::to_string(i));
+  const auto ids = numbered("device-", 16);
   for (const auto& id : ids) {
     to_a.tell(note{id, 0});
     to_b.tell(note{id, 0});
   }
-  await_condition(
-      [&] {
-        for (const auto& id : ids) {
-          if (book_->delivered(id) < 2) return false;
-        }
-        return true;
-      },
-      10s, "every id's messages delivered");
+  await_condition([&] { return book_->delivered_all(ids, 2); }, 10s,
+                  "every id's messages delivered");
   std::vector<std::string> on_a;
   {
     std::lock_guard lock(book_->mutex);
@@ -429,24 +433,11 @@ TEST_F(cluster_node_test, a_node_that_fenced_itself_stops_its_entities_at_once_b
   auto to_b = b.start(book_, "b");
   await_condition([&] { return a.cluster->ready("recorder") && b.cluster->ready("recorder"); }, 5s,
                   "both regions ready");
-  std::vector<std::string> ids;
-  for (int i = 0; i < 16; ++i) ids.push_back("meter-" + std::to_string(i));
+  const auto ids = numbered("meter-", 16);
   for (const auto& id : ids) to_a.tell(note{id, 0});
-  await_condition(
-      [&] {
-        for (const auto& id : ids) {
-          if (book_->delivered(id) < 1) return false;
-        }
-        return true;
-      },
-      10s, "every id active on its shard's node");
-  std::vector<std::string> on_b;
-  {
-    std::lock_guard lock(book_->mutex);
-    for (const auto& id : ids) {
-      if (book_->starts[id] == std::vector<std::string>{"b"}) on_b.push_back(id);
-    }
-  }
+  await_condition([&] { return book_->delivered_all(ids, 1); }, 10s,
+                  "every id active on its shard's node");
+  const auto on_b = book_->started_only_on(ids, "b");
   ASSERT_FALSE(on_b.empty());
   ASSERT_LT(on_b.size(), ids.size());
   constexpr int queued = 40;
