@@ -52,6 +52,7 @@ node_core::node_core(actor_system& system, remote_options options)
 void node_core::start() {
   anchor_ = system_.spawn_system_actor<remote_anchor>(spawn_options{}).target_ptr();
   io_ = std::make_unique<boost::asio::io_context>(1);
+  work_.emplace(io_->get_executor());
   transport_ = options_.transport(io_->get_executor());
   // Listen on the I/O thread's executor before it runs: nothing races yet.
   self_.address =
@@ -87,6 +88,7 @@ void node_core::shutdown() {
       transport_->shutdown();
       exports_.clear();
       export_ids_.clear();
+      work_.reset();
       done.set_value();
     });
     done.get_future().wait();

@@ -15,6 +15,7 @@
 #include "peer.hpp"
 #include "remote_target.hpp"
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/unordered/unordered_flat_map.hpp>
@@ -83,6 +84,10 @@ class node_core : public std::enable_shared_from_this<node_core> {
   remote_options options_;
   node_id self_;
   std::unique_ptr<boost::asio::io_context> io_;
+  /// Keeps the I/O thread running until shutdown has run on it: without it, the thread could
+  /// return from `run` when the last timer gives up on seeing `closed_`, and shutdown would
+  /// wait forever for a handler nobody runs.
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::thread thread_;
   std::shared_ptr<transport> transport_;
   intrusive_ptr<actor_target> anchor_;
