@@ -27,6 +27,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace troupe::cluster {
@@ -182,6 +183,19 @@ struct member {
   std::shared_ptr<cluster_node> cluster;
 };
 
+/// Both members joined, "recorder" started on each (its entities name their node) and both
+/// regions ready: the two regions.
+std::pair<troupe::actor_ref<note>, troupe::actor_ref<note>> start_recorders(
+    member& a, member& b, const std::shared_ptr<ledger>& book) {
+  a.cluster->joined().get();
+  b.cluster->joined().get();
+  auto to_a = a.start(book, "a");
+  auto to_b = b.start(book, "b");
+  await_condition([&] { return a.cluster->ready("recorder") && b.cluster->ready("recorder"); }, 5s,
+                  "both regions ready");
+  return {to_a, to_b};
+}
+
 /// The node each shard of "recorder" is allocated to, as the store says now.
 std::map<troupe::sharding::shard_id, std::string> allocation_owners(consensus_store& store,
                                                                     const std::string& cluster) {
@@ -273,12 +287,7 @@ TEST_P(cluster_node_stores,
        messages_reach_the_node_that_hosts_their_shard_and_follow_it_when_its_node_leaves) {
   member a(net_, client(), cluster_name_, "a", clock_);
   member b(net_, client(), cluster_name_, "b", clock_);
-  a.cluster->joined().get();
-  b.cluster->joined().get();
-  auto to_a = a.start(book_, "a");
-  auto to_b = b.start(book_, "b");
-  await_condition([&] { return a.cluster->ready("recorder") && b.cluster->ready("recorder"); }, 5s,
-                  "both regions ready");
+  auto [to_a, to_b] = start_recorders(a, b, book_);
   await_condition([&] { return a.cluster->leads("recorder") != b.cluster->leads("recorder"); }, 5s,
                   "exactly one coordinator leads");
 
@@ -360,12 +369,7 @@ TEST_F(cluster_node_test, a_leaving_node_stops_its_entities_before_its_shards_mo
   // longer than the coordinator's tick, so a leave that did not wait would be seen.
   member a(net_, etcd_.client(io_.executor()), "troupe", "a", clock_, 8s);
   member b(net_, etcd_.client(io_.executor()), "troupe", "b", clock_, 8s);
-  a.cluster->joined().get();
-  b.cluster->joined().get();
-  auto to_a = a.start(book_, "a");
-  auto to_b = b.start(book_, "b");
-  await_condition([&] { return a.cluster->ready("recorder") && b.cluster->ready("recorder"); }, 5s,
-                  "both regions ready");
+  auto [to_a, to_b] = start_recorders(a, b, book_);
   // Every id gets one message through each node's region: both reach the one node that hosts it.
   const auto ids = numbered("device-", 16);
   for (const auto& id : ids) {
@@ -427,12 +431,7 @@ TEST_F(cluster_node_test, a_node_that_fenced_itself_stops_its_entities_at_once_b
   // (each has 2 s of work queued).
   member a(net_, etcd_.client(io_.executor()), "troupe", "a", clock_, 3s, 1500ms);
   member b(net_, etcd_.client(io_.executor()), "troupe", "b", clock_, 3s, 1500ms);
-  a.cluster->joined().get();
-  b.cluster->joined().get();
-  auto to_a = a.start(book_, "a");
-  auto to_b = b.start(book_, "b");
-  await_condition([&] { return a.cluster->ready("recorder") && b.cluster->ready("recorder"); }, 5s,
-                  "both regions ready");
+  auto [to_a, to_b] = start_recorders(a, b, book_);
   const auto ids = numbered("meter-", 16);
   for (const auto& id : ids) to_a.tell(note{id, 0});
   await_condition([&] { return book_->delivered_all(ids, 1); }, 10s,

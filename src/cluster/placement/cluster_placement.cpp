@@ -193,10 +193,14 @@ std::vector<std::pair<coord::member_id, std::string>> cluster_placement::members
 
 std::optional<std::string> cluster_placement::address_of(const std::string& node) const {
   std::lock_guard lock(mutex_);
-  for (const auto& [id, address] : members_) {
-    if (id.node == node) return address;
-  }
-  return std::nullopt;
+  auto it = addresses_.find(node);
+  if (it == addresses_.end()) return std::nullopt;
+  return it->second;
+}
+
+void cluster_placement::index_addresses() {
+  addresses_.clear();
+  for (const auto& [id, address] : members_) addresses_.try_emplace(id.node, address);
 }
 
 void cluster_placement::stop_hosting(bool fenced) {
@@ -276,6 +280,7 @@ void cluster_placement::read() {
           self.members_[m->info.id] = m->address;
         }
       }
+      self.index_addresses();
       self.allocations_.clear();
       for (const auto& kv : r.ranges[1]) {
         if (auto a = decode_allocation(self.options_.cluster, self.options_.type, kv)) {
@@ -339,6 +344,7 @@ void cluster_placement::on_batch(const watch_batch& batch) {
         }
       }
     }
+    if (members_changed) index_addresses();
   }
   if (members_changed) {
     announce({});  // any shard's owner may have come or gone

@@ -38,6 +38,7 @@
 #include <set>
 #include <string>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -146,6 +147,7 @@ class cluster_placement final : public sharding::placement,
 
   // Guarded by mutex_.
   [[nodiscard]] sharding::shard_home home_locked(sharding::shard_id shard) const;
+  void index_addresses();
 
   // Each step below runs on strand_.
   void register_region();
@@ -174,6 +176,8 @@ class cluster_placement final : public sharding::placement,
   bool hosting_ = true;
   bool read_ = false;
   std::map<sharding::coordination::member_id, std::string> members_;  // id -> address
+  /// node -> address of its first incarnation in members_: send_remote's lookup per message.
+  std::unordered_map<std::string, std::string> addresses_;
   std::map<sharding::shard_id, sharding::coordination::allocation> allocations_;
   std::map<sharding::shard_id, shard_fence> fences_;
   /// What the region was last told for each shard it asked about.

@@ -4,6 +4,8 @@
 #include <troupe/core/actor_system.hpp>
 #include <troupe/persistence/serialization/wire.hpp>
 
+#include <mutex>
+#include <unordered_map>
 #include <utility>
 
 namespace troupe::cluster {
@@ -46,14 +48,16 @@ void delivery_endpoint::refuse(std::error_code code, std::string reason) {
 
 remote_delivery deliver_over(remote_node& remote, std::shared_ptr<const message_registry> registry,
                              const message_registry::entry& entry, std::string type) {
-  return [remote = &remote, registry = std::move(registry), entry = &entry, type = std::move(type)](
+  // One ref per owner's address, made on its first message: a path-addressed ref follows its
+  // node across reconnects and restarts, so only an address seen for the first time is parsed.
+  struct endpoints {
+    std::mutex mutex;
+    std::unordered_map<std::string, actor_ref<sharded_delivery>> by_address;
+  };
+  return [remote = &remote, registry = std::move(registry), entry = &entry, type = std::move(type),
+          cache = std::make_shared<endpoints>()](
              const std::string& address, sharding::shard_id shard, sharding::shard_epoch epoch,
              const std::string& entity_id, const void* message, const untyped_ref& sender) {
-    const auto at = parse_node_address(address);
-    if (!at) {
-      throw cluster_error(errc::invalid_address,
-                          "a member's address '" + address + "' is malformed");
-    }
     sharded_delivery d;
     d.type = type;
     d.shard = shard;
@@ -63,7 +67,26 @@ remote_delivery deliver_over(remote_node& remote, std::shared_ptr<const message_
     d.version = entry->manifest.version;
     persistence::byte_writer w(d.payload);
     entry->encode(w, message);
-    remote->ref_to<sharded_delivery>(*at, delivery_endpoint_path).tell(std::move(d), sender);
+    actor_ref<sharded_delivery> to;
+    {
+      std::lock_guard lock(cache->mutex);
+      auto it = cache->by_address.find(address);
+      if (it == cache->by_address.end()) {
+        const auto at = parse_node_address(address);
+        if (!at) {
+          throw cluster_error(errc::invalid_address,
+                              "a member's address '" + address + "' is malformed");
+        }
+        // Members come and go over a cluster's life; a bound keeps a long-lived node's map small.
+        constexpr std::size_t most_addresses = 4096;
+        if (cache->by_address.size() >= most_addresses) cache->by_address.clear();
+        it = cache->by_address
+                 .emplace(address, remote->ref_to<sharded_delivery>(*at, delivery_endpoint_path))
+                 .first;
+      }
+      to = it->second;
+    }
+    to.tell(std::move(d), sender);
   };
 }
 
