@@ -158,10 +158,14 @@ std::shared_ptr<message_registry> registry() {
 struct member {
   member(test::network& net, std::shared_ptr<consensus_store> client,
          const std::string& cluster_name, const std::string& name,
-         std::shared_ptr<troupe::clock> clock, duration ttl = 2s, duration margin = 500ms)
+         std::shared_ptr<troupe::clock> clock, duration ttl = 2s, duration margin = 500ms,
+         std::vector<std::string> roles = {})
       : node(net, registry(), {}, name), store(std::move(client)) {
-    auto options =
-        cluster_node_options{}.with_cluster_name(cluster_name).with_node(name).with_lease_ttl(ttl);
+    auto options = cluster_node_options{}
+                       .with_cluster_name(cluster_name)
+                       .with_node(name)
+                       .with_lease_ttl(ttl)
+                       .with_roles(std::move(roles));
     options.lease_margin = margin;
     options.retry = 50ms;  // homeless shards are asked for again soon: moves are quick
     cluster = cluster_node::join(node.system, cluster_sharding::get(node.system), *node.remote,
@@ -362,6 +366,49 @@ TEST_P(cluster_node_stores,
               std::find(book_->events.begin(), book_->events.end(), "start a " + id))
         << id << ": started on a before it stopped on b";
   }
+}
+
+TEST_F(cluster_node_test, only_nodes_with_the_role_host_a_type_and_the_others_route_to_them) {
+  member a(net_, etcd_.client(io_.executor()), "troupe", "a", clock_, 2s, 500ms, {"backend"});
+  member b(net_, etcd_.client(io_.executor()), "troupe", "b", clock_, 2s, 500ms, {"web"});
+  member c(net_, etcd_.client(io_.executor()), "troupe", "c", clock_);
+  for (member* m : {&a, &b, &c}) m->cluster->joined().get();
+  auto start = [&](member& m, const std::string& name, bool proxy) {
+    auto options = sharding_options<note>::create()
+                       .with_type_name("recorder")
+                       .with_role("backend")
+                       .with_extract_entity_id([](const note& n) { return n.id; })
+                       .with_num_shards(8);
+    if (proxy) {
+      options.with_proxy();
+    } else {
+      options.with_entity<recorder>(name, book_);
+    }
+    return cluster_sharding::get(m.node.system).start(std::move(options));
+  };
+  auto to_a = start(a, "a", false);
+  auto to_b = start(b, "b", false);  // entities it could host, but not the role
+  auto to_c = start(c, "c", true);   // a proxy: no entities at all
+  await_condition(
+      [&] {
+        return a.cluster->ready("recorder") && b.cluster->ready("recorder") &&
+               c.cluster->ready("recorder");
+      },
+      5s, "three regions ready");
+  EXPECT_FALSE(b.cluster->leads("recorder")) << "a coordinator runs only where the type is hosted";
+  EXPECT_FALSE(c.cluster->leads("recorder"));
+  const auto ids = numbered("room-", 16);
+  for (const auto& id : ids) {
+    to_b.tell(note{id, 1});
+    to_c.tell(note{id, 2});
+  }
+  await_condition([&] { return book_->delivered_all(ids, 2); }, 10s,
+                  "every message through the role-less and the proxy region delivered");
+  EXPECT_EQ(book_->started_only_on(ids, "a"), ids) << "only the node with the role hosts";
+  auto answer = to_c.ask<seen>(note{ids[0], 3, 0, true}, 5s, troupe::use_future);
+  EXPECT_EQ(answer.get().node, "a") << "an ask through the proxy is answered by the host";
+  EXPECT_TRUE(a.cluster->leads("recorder"));
+  (void)to_a;
 }
 
 TEST_F(cluster_node_test, a_leaving_node_stops_its_entities_before_its_shards_move) {
