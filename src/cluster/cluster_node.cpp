@@ -34,6 +34,8 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
   std::shared_ptr<placement_directory> placed_types = std::make_shared<placement_directory>();
   untyped_ref deliveries;
   std::shared_ptr<lease_keeper> keeper;
+  /// Tells the remoting when a member is gone: the end of its watches and asks.
+  std::shared_ptr<members_view> members;
   std::promise<void> joined_promise;
   std::shared_future<void> joined = joined_promise.get_future().share();
 
@@ -62,6 +64,25 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
       if (auto r = runners->find(type)) r->stop();
       runners->set(type, nullptr);
     }
+  }
+
+  /// A member's key is gone (its lease ran out, it left or was evicted): unless another
+  /// incarnation listens at its address, the remoting ends what depends on it.
+  void on_member_change(const member_change& change) {
+    if (change.type != member_change::kind::left || change.member.address == address) return;
+    std::shared_ptr<members_view> view;
+    {
+      std::lock_guard lock(mutex);  // set by join() after the view may have started reporting
+      view = members;
+    }
+    if (!view) return;
+    for (const auto& m : view->members()) {
+      if (m.address == change.member.address && m.info.id != change.member.info.id) return;
+    }
+    const auto at = parse_node_address(change.member.address);
+    if (!at) return;
+    remote->node_left(*at, "node " + change.member.info.id.node + " (" + change.member.address +
+                               ") left the cluster: its member key is gone");
   }
 
   /// The node goes away: nothing is hosted, decided or read any more.
@@ -209,6 +230,19 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
       std::shared_ptr<const placement_directory>(s->placed_types), remote.registry());
   remote.expose(s->deliveries);
 
+  // Membership, not heartbeats, decides when a node is gone.
+  remote.follow_membership();
+  auto view = members_view::start(
+      s->store, s->clock, s->options.cluster_name,
+      [weak = std::weak_ptr<state>(s)](const member_change& change) {
+        if (auto self = weak.lock()) self->on_member_change(change);
+      },
+      s->options.retry);
+  {
+    std::lock_guard lock(s->mutex);
+    s->members = std::move(view);
+  }
+
   sharding.set_placement_factory(
       [weak = std::weak_ptr<state>(s)](
           const sharding::region_settings& settings,
@@ -244,6 +278,7 @@ cluster_node::~cluster_node() {
     leaving_.join();
   }
   state_->stop_everything();
+  state_->members->stop();  // set by join(), on this thread's side of it
   state_->keeper->stop();
   state_->system->stop(state_->endpoint);
   state_->system->stop(state_->deliveries);

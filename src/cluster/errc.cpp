@@ -35,6 +35,8 @@ class cluster_category final : public std::error_category {
         return "requested revision has been compacted";
       case errc::invalid_store_request:
         return "invalid consensus store request";
+      case errc::node_left:
+        return "node left the cluster";
     }
     return "unknown cluster error";
   }

@@ -75,6 +75,53 @@ TEST_F(faults, a_partition_is_noticed_by_heartbeats_and_healing_restores_deliver
   EXPECT_EQ(got.expect_message(5s).n, 2U);
 }
 
+TEST_F(faults, following_membership_a_partition_only_delays_and_a_node_that_left_is_gone) {
+  node a(net, registry(), quick(), "a");
+  node b(net, registry(), quick(), "b");
+  a.remote->follow_membership();
+  b.remote->follow_membership();
+  test_probe<item> got(a.system);
+  auto items = a.system.spawn<item_actor>("items", got.ref());
+  a.remote->expose(items);
+  a.remote->expose(a.system.spawn<item_actor>("silent", got.ref()));
+  auto far = b.remote->ref_to<item>(a.address(), "/user/items");
+  auto silent = b.remote->ref_to<item>(a.address(), "/user/silent");
+  test_probe<item> watcher(b.system, "watcher");
+  far.tell(item{1, ""});
+  EXPECT_EQ(got.expect_message().n, 1U);
+  watcher.watch(far);
+  watcher.watch(silent);
+  auto across = silent.ask<item>(item{2, ""}, 30s, troupe::use_future);  // never answered
+  EXPECT_EQ(got.expect_message().n, 2U);
+
+  net.memory().partition(a.address(), b.address());
+  await_condition([&] { return b.remote->stats().peers_unreachable >= 1; }, 5s,
+                  "b's heartbeats notice the partition");
+  far.tell(item{3, ""});  // waits for the connection
+  net.memory().heal(a.address(), b.address());
+  EXPECT_EQ(got.expect_message(5s).n, 3U);
+  EXPECT_THROW(watcher.expect_terminated(far, 100ms), troupe::testkit::expectation_failed)
+      << "an unreachable node is not a dead one";
+  EXPECT_EQ(across.wait_for(0s), std::future_status::timeout) << "the ask waits for its timeout";
+  EXPECT_EQ(b.remote->stats().peers_lost, 0U);
+  a.system.stop(items);  // the watch still stands after the partition
+  watcher.expect_terminated(far, 5s);
+
+  b.remote->node_left(a.address(), "a's member key is gone");
+  watcher.expect_terminated(silent, 5s);
+  ASSERT_EQ(across.wait_for(troupe::testkit::dilated(5s)), std::future_status::ready);
+  try {
+    (void)across.get();
+    ADD_FAILURE() << "the ask succeeded";
+  } catch (const troupe::error& e) {
+    EXPECT_EQ(e.code(), make_error_code(errc::node_left)) << e.what();
+  }
+  auto after = silent.ask<item>(item{4, ""}, 30s, troupe::use_future);
+  ASSERT_EQ(after.wait_for(troupe::testkit::dilated(5s)), std::future_status::ready)
+      << "an ask to a node that left fails at once";
+  EXPECT_THROW((void)after.get(), troupe::error);
+}
+
 TEST_F(faults, lost_writes_lose_messages_but_never_reorder_them) {
   node a(net, registry(), quick(), "a");
   node b(net, registry(), quick(), "b");

@@ -38,6 +38,8 @@ enum class errc {
   /// A request the store refuses as malformed: too many operations, a key written twice, an
   /// empty key.
   invalid_store_request,
+  /// The node is no member of the cluster any more: its lease ran out, it left or was evicted.
+  node_left,
 };
 
 const std::error_category& error_category() noexcept;

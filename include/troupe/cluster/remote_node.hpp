@@ -49,7 +49,8 @@ struct remote_stats {
   std::uint64_t undecodable = 0;         // messages that went to dead letters on arrival
   std::uint64_t queue_overflows = 0;     // messages dropped because a peer's queue was full
   std::uint64_t handshakes_refused = 0;  // by this node or its peers
-  std::uint64_t peers_lost = 0;          // peers declared unreachable or restarted
+  std::uint64_t peers_lost = 0;          // peers declared lost: unreachable, restarted or left
+  std::uint64_t peers_unreachable = 0;   // connections dropped for silence or failed handshakes
 };
 
 class remote_node {
@@ -84,6 +85,17 @@ class remote_node {
 
   /// Closes every connection and stops listening. Idempotent; the destructor calls it.
   void shutdown();
+
+  /// From now on a cluster's membership, not missed heartbeats, says when a node is gone (a
+  /// cluster node calls it when it joins). An unreachable node only delays: watches of its
+  /// actors stay, and are placed again when the connection is back; asks to it fail at their
+  /// timeout, and tells wait for the connection (bounded). Only node_left() or a restart of
+  /// the node ends them.
+  void follow_membership();
+  /// The node at `address` is no member any more: watchers of its actors get `terminated`,
+  /// asks waiting for it fail with errc::node_left, and refs bound to its incarnation are dead.
+  /// A later incarnation at the same address is reached as usual.
+  void node_left(const node_address& address, std::string reason);
 
  private:
   std::shared_ptr<detail::node_core> core_;

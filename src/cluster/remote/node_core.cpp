@@ -195,7 +195,19 @@ remote_stats node_core::stats() const {
   return remote_stats{get(counters.sent),           get(counters.received),
                       get(counters.frames_refused), get(counters.undecodable),
                       get(counters.overflows),      get(counters.refused),
-                      get(counters.peers_lost)};
+                      get(counters.peers_lost),     get(counters.peers_unreachable)};
+}
+
+void node_core::node_left(const node_address& address, std::string reason) {
+  if (closed()) return;
+  std::shared_ptr<peer> p;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = peers_.find(address);
+    if (it == peers_.end()) return;  // nothing here depends on it
+    p = it->second;
+  }
+  boost::asio::post(*io_, [p = std::move(p), reason = std::move(reason)] { p->left(reason); });
 }
 
 troupe::dead_letter_office& node_core::dead_letters() noexcept {
@@ -224,5 +236,11 @@ std::shared_ptr<const message_registry> remote_node::registry() const {
 }
 
 void remote_node::shutdown() { core_->shutdown(); }
+
+void remote_node::follow_membership() { core_->follow_membership(); }
+
+void remote_node::node_left(const node_address& address, std::string reason) {
+  core_->node_left(address, std::move(reason));
+}
 
 }  // namespace troupe::cluster

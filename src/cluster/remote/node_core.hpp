@@ -51,6 +51,13 @@ class node_core : public std::enable_shared_from_this<node_core> {
   intrusive_ptr<actor_target> exposed(const std::string& path);
   remote_stats stats() const;
   troupe::dead_letter_office& dead_letters() noexcept;
+  /// Membership, not heartbeats, says when a node is gone (remote_node::follow_membership).
+  [[nodiscard]] bool membership_decides() const noexcept {
+    return membership_decides_.load(std::memory_order_acquire);
+  }
+  void follow_membership() noexcept { membership_decides_.store(true, std::memory_order_release); }
+  /// The node at `address` left the cluster: what depends on it fails or ends now.
+  void node_left(const node_address& address, std::string reason);
 
   // -- I/O thread ---------------------------------------------------------------------------
   /// A local target as other nodes know it: an id assigned on first use, its path, and whether
@@ -72,7 +79,7 @@ class node_core : public std::enable_shared_from_this<node_core> {
 
   struct counters {
     std::atomic<std::uint64_t> sent{0}, received{0}, frames_refused{0}, undecodable{0},
-        overflows{0}, refused{0}, peers_lost{0};
+        overflows{0}, refused{0}, peers_lost{0}, peers_unreachable{0};
   } counters;
 
  private:
@@ -92,6 +99,7 @@ class node_core : public std::enable_shared_from_this<node_core> {
   std::shared_ptr<transport> transport_;
   intrusive_ptr<actor_target> anchor_;
   std::atomic<bool> closed_{false};
+  std::atomic<bool> membership_decides_{false};
   std::optional<boost::asio::steady_timer> tick_timer_;
 
   mutable std::mutex mutex_;  // peers_ and exposed_

@@ -32,15 +32,18 @@ void peer::push(envelope_base* e, intrusive_ptr<remote_target> to) noexcept {
   {
     std::unique_lock lock(mutex_);
     const std::size_t limit = connected_ ? opts.max_queued_connected : opts.max_queued_unconnected;
-    const bool ask_to_lost = unreachable_ && e->sender && e->sender->path().starts_with("/temp/");
+    // Following membership, an unreachable node only delays asks; one that left fails them.
+    const bool gone = left_ || (unreachable_ && !core_->membership_decides());
+    const bool ask_to_lost = gone && e->sender && e->sender->path().starts_with("/temp/");
     const bool full = queue_.size() + staged_count_ >= limit;
     // The bytes of what is staged; stage() checks each message's own size when it has one.
     const bool full_bytes = staged_bytes_ >= opts.max_queued_bytes;
     if (full || full_bytes || ask_to_lost) {
       lock.unlock();
       if (ask_to_lost) {
-        dead_letter(item, make_error_code(errc::node_unreachable),
-                    "node " + to_string(address_) + " is unreachable");
+        dead_letter(
+            item, make_error_code(left_ ? errc::node_left : errc::node_unreachable),
+            "node " + to_string(address_) + (left_ ? " left the cluster" : " is unreachable"));
       } else {
         overflow(item, full ? std::to_string(limit) + " messages"
                             : std::to_string(opts.max_queued_bytes) + " bytes");
@@ -358,8 +361,15 @@ void peer::on_frame(const wire::frame_view& f) {
           std::lock_guard lock(mutex_);
           connected_ = true;
           unreachable_ = false;
+          left_ = false;
         }
         troupe::logger()->debug("remote: connected to {}", to_string(id));
+        // The watches kept across a lost connection are placed again: the peer may have
+        // dropped them (it does when it declared us lost), and a repeated one changes nothing.
+        for (const auto& [key, w] : watches_) {
+          auto spec = w.watchee->spec();
+          send_system_frame(system_kind::watch, key, &spec, nullptr);
+        }
         flush();
         return;
       }
@@ -392,7 +402,7 @@ void peer::drop_stream(const std::string& why, bool unreachable) {
     stream_.reset();
   }
   writing_ = false;
-  control_.clear();  // watches are re-sent below if still wanted
+  control_.clear();  // watches still wanted are placed again on the next handshake
   {
     std::lock_guard lock(mutex_);
     connected_ = false;
@@ -403,7 +413,10 @@ void peer::drop_stream(const std::string& why, bool unreachable) {
     std::lock_guard lock(mutex_);
     unreachable_ = true;
   }
-  if (unreachable && (!watches_.empty() || !asks_.empty())) {
+  if (unreachable) core_->counters.peers_unreachable.fetch_add(1, std::memory_order_relaxed);
+  // Following membership, unreachability only delays: the watches and asks wait for the
+  // connection, their timeouts, or node_left().
+  if (unreachable && !core_->membership_decides() && (!watches_.empty() || !asks_.empty())) {
     lost(errc::node_unreachable, "node " + to_string(address_) + " is unreachable: " + why);
   }
   schedule_reconnect();

@@ -73,8 +73,11 @@ class peer : public std::enable_shared_from_this<peer> {
   void unwatch_local(std::uint64_t key);
   /// An ask's reply target exported to this peer: failed at once if the peer is lost.
   void track_ask(intrusive_ptr<actor_target> promise) { asks_.push_back(std::move(promise)); }
-  /// The peer is gone (unreachable, restarted, shut down): fail what depends on it.
+  /// The peer is gone (unreachable, restarted, left, shut down): fail what depends on it.
   void lost(errc why, const std::string& reason, bool shutting_down = false);
+  /// The peer's node left the cluster: lost, and its incarnation's refs and watches are dead
+  /// until a node answers at the address again.
+  void left(const std::string& reason);
   /// Closes the stream for good (node shutdown).
   void close();
   /// Remote targets of this peer's actors received in messages, shared so equal refs compare
@@ -122,6 +125,7 @@ class peer : public std::enable_shared_from_this<peer> {
   bool flush_posted_ = false;
   bool connected_ = false;
   bool unreachable_ = false;
+  bool left_ = false;  // node_left() came, and no handshake since
 
   // I/O thread.
   state state_ = state::idle;

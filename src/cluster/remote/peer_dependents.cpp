@@ -26,7 +26,8 @@ void peer::lost(errc why, const std::string& reason, bool shutting_down) {
   watches_.clear();
   watch_keys_.clear();
   for (auto& [key, w] : watches) {
-    if (why == errc::node_restarted && w.watchee->incarnation() != 0) w.watchee->mark_terminated();
+    const bool incarnation_gone = why == errc::node_restarted || why == errc::node_left;
+    if (incarnation_gone && w.watchee->incarnation() != 0) w.watchee->mark_terminated();
     for (auto& watcher : w.watchers) watcher->send_system(new terminated_message(w.watchee));
   }
   for (auto& [key, local] : local_watches_) {
@@ -36,10 +37,14 @@ void peer::lost(errc why, const std::string& reason, bool shutting_down) {
   // Asks still queued fail now rather than at their timeout.
   // Unreachable: asks fail, tells wait for a reconnect. Restarted: what was bound to the old
   // incarnation fails, what is addressed by path goes to the new one.
+  // Left: asks fail, and so does what was bound to the incarnation that left.
   auto fail = [&](const outgoing& item) {
-    return why == errc::node_restarted
-               ? item.to->incarnation() != 0 && item.to->incarnation() != incarnation()
-               : item.message->sender && item.message->sender->path().starts_with("/temp/");
+    const bool ask = item.message->sender && item.message->sender->path().starts_with("/temp/");
+    if (why == errc::node_restarted) {
+      return item.to->incarnation() != 0 && item.to->incarnation() != incarnation();
+    }
+    if (why == errc::node_left) return ask || item.to->incarnation() != 0;
+    return ask;
   };
   std::vector<outgoing> keep;
   std::vector<outgoing> failed;
@@ -52,8 +57,23 @@ void peer::lost(errc why, const std::string& reason, bool shutting_down) {
   if (!staged_.empty()) drop_staged_if(fail, code, reason);
 }
 
+void peer::left(const std::string& reason) {
+  {
+    std::lock_guard lock(mutex_);
+    left_ = true;
+  }
+  lost(errc::node_left, reason);
+  for (auto& [id, t] : targets_) t->mark_terminated();
+  targets_.clear();
+}
+
 void peer::watch(intrusive_ptr<remote_target> watchee, intrusive_ptr<actor_target> watcher) {
-  if (state_ == state::closed || watchee->is_terminated()) {
+  bool gone = false;
+  {
+    std::lock_guard lock(mutex_);
+    gone = left_;
+  }
+  if (state_ == state::closed || gone || watchee->is_terminated()) {
     watcher->send_system(new terminated_message(std::move(watchee)));
     return;
   }
@@ -124,6 +144,7 @@ class watch_proxy final : public actor_target {
 }  // namespace
 
 void peer::watch_local(std::uint64_t key, const recipient_spec& spec) {
+  if (local_watches_.contains(key)) return;  // placed again after a reconnect
   auto target = core_->resolve(spec);
   if (!target) {
     send_system_frame(system_kind::terminated, key, nullptr, nullptr);
