@@ -13,6 +13,7 @@
 #include <troupe/testkit/test_probe.hpp>
 
 #include "cluster/coordination/coordination_keys.hpp"
+#include "cluster/membership/members.hpp"
 #include "support/etcd_endpoints.hpp"
 #include "support/io_thread.hpp"
 #include "support/two_nodes.hpp"
@@ -159,8 +160,8 @@ struct member {
   member(test::network& net, std::shared_ptr<consensus_store> client,
          const std::string& cluster_name, const std::string& name,
          std::shared_ptr<troupe::clock> clock, duration ttl = 2s, duration margin = 500ms,
-         std::vector<std::string> roles = {})
-      : node(net, registry(), {}, name), store(std::move(client)) {
+         std::vector<std::string> roles = {}, remote_options remote = {})
+      : node(net, registry(), std::move(remote), name), store(std::move(client)) {
     auto options = cluster_node_options{}
                        .with_cluster_name(cluster_name)
                        .with_node(name)
@@ -211,6 +212,19 @@ std::map<troupe::sharding::shard_id, std::string> allocation_owners(consensus_st
     if (auto al = decode_allocation(cluster, "recorder", kv)) owners[al->shard] = al->owner.node;
   }
   return owners;
+}
+
+/// Whether `node` has a member key in the store now.
+bool is_member(consensus_store& store, const std::string& cluster, const std::string& node) {
+  std::promise<range_result> read;
+  store.range(key_range::prefix(members_prefix(cluster)),
+              [&](std::error_code, range_result r) { read.set_value(std::move(r)); });
+  for (const auto& kv : read.get_future().get().kvs) {
+    if (auto m = decode_member(cluster, kv.key, kv.value); m && m->info.id.node == node) {
+      return true;
+    }
+  }
+  return false;
 }
 
 class cluster_node_test : public ::testing::Test {
@@ -409,6 +423,47 @@ TEST_F(cluster_node_test, only_nodes_with_the_role_host_a_type_and_the_others_ro
   EXPECT_EQ(answer.get().node, "a") << "an ask through the proxy is answered by the host";
   EXPECT_TRUE(a.cluster->leads("recorder"));
   (void)to_a;
+}
+
+TEST_F(cluster_node_test,
+       a_watch_across_nodes_ends_when_the_member_key_goes_not_when_heartbeats_stop) {
+  // Heartbeats that notice the partition long before b's lease (2 s) can run out.
+  const auto quick =
+      remote_options{}.with_heartbeat(50ms, 400ms).with_reconnect_backoff(20ms, 200ms);
+  member a(net_, etcd_.client(io_.executor()), "troupe", "a", clock_, 2s, 500ms, {}, quick);
+  member b(net_, etcd_.client(io_.executor()), "troupe", "b", clock_, 2s, 500ms, {}, quick);
+  a.cluster->joined().get();
+  b.cluster->joined().get();
+  troupe::testkit::test_probe<note> there(b.node.system, "there");
+  b.node.remote->expose(there.ref());
+  auto far = a.node.remote->ref_to<note>(b.node.address(), there.ref().path());
+  troupe::testkit::test_probe<note> watcher(a.node.system, "watcher");
+  far.tell(note{"x", 1});
+  EXPECT_EQ(there.expect_message().n, 1);
+  watcher.watch(far);
+
+  net_.memory().partition(a.node.address(), b.node.address());
+  etcd_.set_reachable(*b.store, false);  // b's lease runs out
+  await_condition([&] { return a.node.remote->stats().peers_unreachable >= 1; }, 5s,
+                  "a's heartbeats notice the partition");
+  // Checked in this order, a terminated seen while the key is still there is a real violation.
+  bool ended = false;
+  const auto deadline = std::chrono::steady_clock::now() + troupe::testkit::dilated(15s);
+  while (!ended && std::chrono::steady_clock::now() < deadline) {
+    try {
+      watcher.expect_terminated(far, 20ms);
+      ended = true;
+    } catch (const troupe::testkit::expectation_failed&) {
+    }
+    if (is_member(*a.store, "troupe", "b")) {
+      ASSERT_FALSE(ended) << "the watch ended while b was still a member";
+    } else if (!ended) {
+      watcher.expect_terminated(far, 5s);  // the key is gone: the watch ends now
+      ended = true;
+    }
+  }
+  EXPECT_TRUE(ended) << "the watch never ended";
+  EXPECT_EQ(a.node.remote->stats().peers_lost, 1U) << "lost once: when b left, not before";
 }
 
 TEST_F(cluster_node_test, a_leaving_node_stops_its_entities_before_its_shards_move) {
