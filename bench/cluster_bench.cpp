@@ -1,0 +1,285 @@
+// troupe_bench_cluster: sharded types on cluster nodes (issue 15), with etcd modelled in-process
+// (the in-process consensus store), so that a run measures the runtime and not etcd.
+//
+//   local_tell_clustered  the sharding benchmark's local_tell (10,000 entities, 1 M tells from one
+//                         non-actor thread, round-robin, timed after every entity is active) on a
+//                         node that has joined a cluster and hosts every shard, and the same run
+//                         on a plain actor system right before it: value = clustered msgs/s;
+//                         fields single_node (msgs/s) and ratio.
+//   remote_sharded_tell   two nodes in one process, over TCP on 127.0.0.1: one thread on node A
+//                         tells 1 M messages through A's region (a proxy) to 10,000 entities
+//                         that all live on node B, with at most 20,000 not yet handled; and the
+//                         same messages told straight to one actor on B by path (remote_tell):
+//                         value = sharded msgs/s; fields remote_tell (msgs/s) and ratio. Unlike
+//                         troupe_bench_remote, both nodes share one process (and its 2 cores).
+//
+//   troupe_bench_cluster [--case NAME[,NAME...]]... [--runs N] [--workers N] [--json-only]
+//                        [--shrink K]
+
+#include <troupe/cluster/cluster_messages.hpp>
+#include <troupe/cluster/cluster_node.hpp>
+#include <troupe/cluster/membership/in_process_store.hpp>
+#include <troupe/cluster/memory_network.hpp>
+#include <troupe/cluster/remote_node.hpp>
+#include <troupe/cluster/tcp_transport.hpp>
+#include <troupe/core/actor.hpp>
+#include <troupe/sharding/cluster_sharding.hpp>
+
+#include "bench_support.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/describe/class.hpp>
+
+#include <atomic>
+#include <charconv>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace troupe::bench;
+namespace tc = troupe::cluster;
+
+struct hit {
+  std::string id;
+};
+BOOST_DESCRIBE_STRUCT(hit, (), (id))
+
+std::vector<std::string> make_ids(std::int64_t count) {
+  std::vector<std::string> ids;
+  ids.reserve(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) ids.push_back("e" + std::to_string(i));
+  return ids;
+}
+
+/// What every entity (or the one plain actor) of a run reports to.
+struct tallies {
+  explicit tallies(std::size_t entities) : per_id(entities) {}
+  std::vector<std::atomic<std::int64_t>> per_id;
+  std::atomic<std::int64_t> handled{0};
+};
+
+class counter final : public troupe::actor<hit> {
+ public:
+  explicit counter(tallies* t) : tallies_(t) {}
+
+ private:
+  void receive(hit& h) override {
+    std::size_t n = 0;
+    std::from_chars(h.id.data() + 1, h.id.data() + h.id.size(), n);
+    tallies_->per_id[n].fetch_add(1, std::memory_order_relaxed);
+    tallies_->handled.fetch_add(1, std::memory_order_release);
+  }
+  tallies* tallies_;
+};
+
+/// Waits until `t` counts `n` handled messages.
+void wait_handled(const tallies& t, std::int64_t n, const std::string& what) {
+  const auto deadline = steady::now() + wait_limit;
+  while (t.handled.load(std::memory_order_acquire) < n) {
+    if (steady::now() > deadline) {
+      throw bench_failure("timed out waiting for " + what + " (" +
+                          std::to_string(n - t.handled.load()) + " outstanding)");
+    }
+    std::this_thread::yield();
+  }
+}
+
+/// Tells `messages` hits round-robin over `ids` to `to`, keeping at most `window` unhandled
+/// (0: no bound); returns the msgs/s from the first tell until the last is handled.
+double tell_all(const troupe::actor_ref<hit>& to, const std::vector<std::string>& ids,
+                std::int64_t messages, std::int64_t window, tallies& t) {
+  const std::int64_t before = t.handled.load();
+  const auto start = steady::now();
+  for (std::int64_t i = 0; i < messages; ++i) {
+    if (window > 0) {
+      while (before + i - t.handled.load(std::memory_order_acquire) >= window) {
+        std::this_thread::yield();
+      }
+    }
+    to.tell(hit{ids[static_cast<std::size_t>(i) % ids.size()]});
+  }
+  wait_handled(t, before + messages, "every message to be handled");
+  return static_cast<double>(messages) / seconds_between(start, steady::now());
+}
+
+/// The in-process etcd, run on its own thread, as every node's consensus store.
+struct etcd_model {
+  boost::asio::io_context io;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{io.get_executor()};
+  std::thread thread{[this] { io.run(); }};
+  std::shared_ptr<troupe::clock> clock = troupe::make_steady_clock();
+  tc::in_process_etcd etcd{clock};
+  ~etcd_model() {
+    guard.reset();
+    io.stop();
+    thread.join();
+  }
+};
+
+std::shared_ptr<tc::message_registry> messages() {
+  auto r = std::make_shared<tc::message_registry>();
+  tc::add_cluster_messages(*r);
+  r->add<hit>("bench.hit");
+  return r;
+}
+
+/// One cluster node: its system, remoting and membership.
+struct cluster_member {
+  cluster_member(const std::string& name, std::size_t workers, etcd_model& model,
+                 tc::transport_factory transport, tc::node_address bind)
+      : system(bench_config(workers).with_name(name)),
+        remote(system, tc::remote_options{}
+                           .with_cluster_name("bench")
+                           .with_bind(std::move(bind))
+                           .with_registry(messages())
+                           .with_transport(std::move(transport))) {
+    auto options = tc::cluster_node_options{}.with_cluster_name("bench").with_node(name);
+    options.retry = 100ms;
+    cluster = tc::cluster_node::join(system, troupe::sharding::cluster_sharding::get(system),
+                                     remote, model.etcd.client(model.io.get_executor()),
+                                     std::move(options), model.clock);
+    cluster->joined().get();
+  }
+  ~cluster_member() {
+    cluster.reset();
+    remote.shutdown();
+  }
+  troupe::actor_ref<hit> start(tallies* t, bool proxy) {
+    auto options = troupe::sharding::sharding_options<hit>::create()
+                       .with_type_name("counter")
+                       .with_extract_entity_id([](const hit& h) { return h.id; })
+                       .with_passivation_idle(0s);
+    if (proxy) {
+      options.with_proxy();
+    } else {
+      options.with_entity<counter>(t);
+    }
+    return troupe::sharding::cluster_sharding::get(system).start(std::move(options));
+  }
+
+  troupe::actor_system system;
+  tc::remote_node remote;
+  std::shared_ptr<tc::cluster_node> cluster;
+};
+
+void check_per_id(const tallies& t, std::int64_t expected) {
+  for (std::size_t i = 0; i < t.per_id.size(); ++i) {
+    const auto got = t.per_id[i].load();
+    check(got == expected, "entity " + std::to_string(i) + " handled " + std::to_string(got) +
+                               " messages, expected " + std::to_string(expected));
+  }
+}
+
+// -- local_tell_clustered -----------------------------------------------------------------------
+
+double local_tell(troupe::actor_ref<hit> region, const std::vector<std::string>& ids,
+                  std::int64_t messages, tallies& t) {
+  tell_all(region, ids, static_cast<std::int64_t>(ids.size()), 0, t);  // every entity active
+  const double rate = tell_all(region, ids, messages, 0, t);
+  check_per_id(t, 1 + messages / static_cast<std::int64_t>(ids.size()));
+  return rate;
+}
+
+run_result local_tell_clustered(std::size_t workers, std::int64_t entities, std::int64_t messages) {
+  const auto ids = make_ids(entities);
+  double single = 0;
+  {
+    troupe::actor_system system(bench_config(workers));
+    tallies t(ids.size());
+    auto region = troupe::sharding::cluster_sharding::get(system).start(
+        troupe::sharding::sharding_options<hit>::create()
+            .with_type_name("counter")
+            .with_entity<counter>(&t)
+            .with_extract_entity_id([](const hit& h) { return h.id; })
+            .with_passivation_idle(0s));
+    single = local_tell(region, ids, messages, t);
+    region = {};
+    shut_down(system);
+  }
+  double clustered = 0;
+  {
+    etcd_model model;
+    auto net = std::make_shared<tc::memory_network>(1);
+    tallies t(ids.size());
+    cluster_member node("solo", workers, model,
+                        [net](boost::asio::any_io_executor ex) { return net->make_transport(ex); },
+                        {"solo", 2550});
+    auto region = node.start(&t, false);
+    clustered = local_tell(region, ids, messages, t);
+    region = {};
+  }
+  return {clustered, {{"single_node", single}, {"ratio", clustered / single}}};
+}
+
+// -- remote_sharded_tell ------------------------------------------------------------------------
+
+run_result remote_sharded_tell(std::size_t workers, std::int64_t entities, std::int64_t messages,
+                               std::int64_t window) {
+  const auto ids = make_ids(entities);
+  etcd_model model;
+  auto tcp = [](boost::asio::any_io_executor ex) {
+    return std::make_shared<tc::tcp_transport>(ex, tc::tcp_options{});
+  };
+  tallies t(ids.size());
+  cluster_member b("b", workers, model, tcp, {"127.0.0.1", 0});
+  cluster_member a("a", workers, model, tcp, {"127.0.0.1", 0});
+  auto hosted = b.start(&t, false);
+  auto proxy = a.start(&t, true);
+  // Every shard allocated to b and every entity active before the clock starts.
+  tell_all(proxy, ids, entities, window, t);
+  const double sharded = tell_all(proxy, ids, messages, window, t);
+  check_per_id(t, 1 + messages / entities);
+
+  tallies plain(ids.size());
+  b.remote.expose(b.system.spawn<counter>("plain", &plain));
+  auto far = a.remote.ref_to<hit>(b.remote.self().address, "/user/plain");
+  tell_all(far, ids, entities, window, plain);
+  const double direct = tell_all(far, ids, messages, window, plain);
+  return {sharded, {{"remote_tell", direct}, {"ratio", sharded / direct}}};
+}
+
+std::vector<bench_case> all_cases(std::int64_t shrink) {
+  const std::int64_t million = 1'000'000 / shrink;
+  const std::int64_t entities = 10'000 / shrink;
+  const std::int64_t window = 20'000;
+  std::vector<bench_case> cases;
+  cases.push_back(
+      {"local_tell_clustered",
+       "msgs/s",
+       "ratio >= 0.9",
+       {},
+       {{"entities", str(entities)},
+        {"messages", str(million)},
+        {"cluster", json_string("one node, the in-process etcd model, every shard local")},
+        {"sent_by", json_string("one non-actor thread, through the region ref")}},
+       [=](std::size_t w) { return local_tell_clustered(w, entities, million); }});
+  cases.push_back(
+      {"remote_sharded_tell",
+       "msgs/s",
+       ">= 2 M",
+       at_least(2e6),
+       {{"entities", str(entities)},
+        {"messages", str(million)},
+        {"window", str(window)},
+        {"nodes", json_string("two, in one process, TCP on 127.0.0.1; a proxies to b")},
+        {"sent_by", json_string("one non-actor thread on node a")}},
+       [=](std::size_t w) { return remote_sharded_tell(w, entities, million, window); }});
+  return cases;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return troupe::bench::run_benchmarks(
+      argc, argv,
+      {"cluster",
+       {{"--shrink", "K", 1, 10'000}},
+       [](const std::vector<std::int64_t>& flags) { return all_cases(flags[0]); },
+       9,
+       13});
+}
