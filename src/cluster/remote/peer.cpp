@@ -33,7 +33,8 @@ void peer::push(envelope_base* e, intrusive_ptr<remote_target> to) noexcept {
     std::unique_lock lock(mutex_);
     const std::size_t limit = connected_ ? opts.max_queued_connected : opts.max_queued_unconnected;
     // Following membership, an unreachable node only delays asks; one that left fails them.
-    const bool gone = left_ || (unreachable_ && !core_->membership_decides());
+    const bool left = left_;
+    const bool gone = left || (unreachable_ && !core_->membership_decides());
     const bool ask_to_lost = gone && e->sender && e->sender->path().starts_with("/temp/");
     const bool full = queue_.size() + staged_count_ >= limit;
     // The bytes of what is staged; stage() checks each message's own size when it has one.
@@ -42,8 +43,8 @@ void peer::push(envelope_base* e, intrusive_ptr<remote_target> to) noexcept {
       lock.unlock();
       if (ask_to_lost) {
         dead_letter(
-            item, make_error_code(left_ ? errc::node_left : errc::node_unreachable),
-            "node " + to_string(address_) + (left_ ? " left the cluster" : " is unreachable"));
+            item, make_error_code(left ? errc::node_left : errc::node_unreachable),
+            "node " + to_string(address_) + (left ? " left the cluster" : " is unreachable"));
       } else {
         overflow(item, full ? std::to_string(limit) + " messages"
                             : std::to_string(opts.max_queued_bytes) + " bytes");
