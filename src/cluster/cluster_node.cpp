@@ -3,6 +3,7 @@
 #include <troupe/core/errc.hpp>
 #include <troupe/persistence/persistence_extension.hpp>
 
+#include "cluster/cluster_state_reader.hpp"
 #include "cluster/coordination/coordination_keys.hpp"
 #include "cluster/coordination/coordinator_endpoint.hpp"
 #include "cluster/membership/lease_keeper.hpp"
@@ -305,6 +306,37 @@ bool cluster_node::fenced() const {
 bool cluster_node::leads(const std::string& type_name) const {
   auto runner = state_->runners->find(type_name);
   return runner && runner->leading();
+}
+
+std::future<cluster_state> cluster_node::read_state() const {
+  auto promise = std::make_shared<std::promise<cluster_state>>();
+  auto result = promise->get_future();
+  read_cluster_state(*state_->store, state_->options.cluster_name,
+                     [s = state_, promise](std::error_code ec, cluster_state read) {
+                       if (ec) {
+                         promise->set_exception(std::make_exception_ptr(
+                             troupe::error(ec, "cluster: reading the cluster state")));
+                         return;
+                       }
+                       std::map<std::string, peer_status> peers;
+                       for (auto& p : s->remote->peers())
+                         peers.emplace(to_string(p.address), std::move(p));
+                       const auto self = [&] {
+                         std::lock_guard lock(s->mutex);
+                         return coord::member_id{s->options.node, s->lease};
+                       }();
+                       for (auto& m : read.members) {
+                         if (m.info.id == self) {
+                           m.reach = reachability::self;
+                         } else if (auto it = peers.find(m.address); it != peers.end()) {
+                           m.reach = it->second.connected     ? reachability::connected
+                                     : it->second.unreachable ? reachability::unreachable
+                                                              : reachability::not_connected;
+                         }
+                       }
+                       promise->set_value(std::move(read));
+                     });
+  return result;
 }
 
 void cluster_node::leave(std::function<void(std::error_code)> done) {

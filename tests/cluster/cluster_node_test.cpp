@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -464,6 +465,67 @@ TEST_F(cluster_node_test,
   }
   EXPECT_TRUE(ended) << "the watch never ended";
   EXPECT_EQ(a.node.remote->stats().peers_lost, 1U) << "lost once: when b left, not before";
+}
+
+TEST_F(cluster_node_test, the_cluster_state_names_every_owner_and_epoch_the_regions_route_by) {
+  const auto quick =
+      remote_options{}.with_heartbeat(50ms, 400ms).with_reconnect_backoff(20ms, 200ms);
+  member a(net_, etcd_.client(io_.executor()), "troupe", "a", clock_, 2s, 500ms, {"web"}, quick);
+  member b(net_, etcd_.client(io_.executor()), "troupe", "b", clock_, 2s, 500ms, {}, quick);
+  auto [to_a, to_b] = start_recorders(a, b, book_);
+  const auto ids = numbered("user-", 24);
+  for (const auto& id : ids) to_a.tell(note{id, 0});
+  await_condition([&] { return book_->delivered_all(ids, 1); }, 10s, "every message delivered");
+
+  const cluster_state s = a.cluster->read_state().get();
+  EXPECT_EQ(s.cluster, "troupe");
+  ASSERT_EQ(s.members.size(), 2u);
+  EXPECT_EQ(s.members[0].info.id, a.cluster->self());
+  EXPECT_EQ(s.members[0].info.roles, std::vector<std::string>{"web"});
+  EXPECT_EQ(s.members[0].address, to_string(a.node.address()));
+  EXPECT_EQ(s.members[0].reach, reachability::self);
+  EXPECT_EQ(s.members[1].info.id, b.cluster->self());
+  EXPECT_EQ(s.members[1].reach, reachability::connected) << "a sent b its shards' messages";
+  ASSERT_EQ(s.types.size(), 1u);
+  const type_state& t = s.types[0];
+  EXPECT_EQ(t.type, "recorder");
+  EXPECT_EQ(t.coordinator, a.cluster->leads("recorder") ? "a" : "b");
+  ASSERT_EQ(t.regions.size(), 2u);
+  EXPECT_EQ(t.regions[0].shards + t.regions[1].shards, t.shards.size());
+  EXPECT_EQ(allocation_owners(*a.store, "troupe").size(), t.shards.size());
+  std::map<troupe::sharding::shard_id, shard_placement> placed;
+  for (const auto& p : t.shards) {
+    EXPECT_TRUE(p.owner_is_member) << p.shard;
+    EXPECT_GT(p.epoch, 0) << p.shard;
+    placed[p.shard] = p;
+  }
+
+  // Each shard a's region routes to names the owner and epoch of the allocation it routes by.
+  std::set<bool> kinds;
+  for (const auto& info : cluster_sharding::get(a.node.system).shards("recorder")) {
+    ASSERT_TRUE(placed.contains(info.id)) << info.id;
+    const auto& p = placed[info.id];
+    EXPECT_EQ(info.owner, p.owner.node) << info.id;
+    EXPECT_EQ(info.epoch, p.epoch) << info.id;
+    EXPECT_EQ(info.local, p.owner.node == "a") << info.id;
+    kinds.insert(info.local);
+  }
+  EXPECT_EQ(kinds.size(), 2u) << "shards on both nodes";
+
+  // Cut off from a, b stays a member (its lease lives): a shows it unreachable, not gone.
+  net_.memory().partition(a.node.address(), b.node.address());
+  await_condition(
+      [&] {
+        const auto now = a.cluster->read_state().get();
+        return now.members.size() == 2 && now.members[1].reach == reachability::unreachable;
+      },
+      5s, "b shown unreachable while still a member");
+  net_.memory().heal(a.node.address(), b.node.address());
+  for (const auto& id : ids) to_a.tell(note{id, 1});  // b's shards' messages reconnect to b
+  await_condition(
+      [&] { return a.cluster->read_state().get().members[1].reach == reachability::connected; }, 5s,
+      "b connected again after the partition healed");
+  (void)to_b;
 }
 
 TEST_F(cluster_node_test, a_leaving_node_stops_its_entities_before_its_shards_move) {

@@ -18,6 +18,7 @@
 /// type's message type must be in the remote node's registry; start() fails otherwise). See
 /// docs/cluster.md for the parts and what is not built yet.
 
+#include <troupe/cluster/cluster_state.hpp>
 #include <troupe/cluster/membership/consensus_store.hpp>
 #include <troupe/cluster/remote_node.hpp>
 #include <troupe/core/actor_system.hpp>
@@ -102,6 +103,11 @@ class cluster_node {
   [[nodiscard]] bool fenced() const;
   /// Whether this node's runner of the type leads it.
   [[nodiscard]] bool leads(const std::string& type_name) const;
+  /// The cluster as the consensus store holds it now (members, each sharded type's coordinator,
+  /// regions and allocated shards, all of one revision), with how this node reaches each
+  /// member. Holds troupe::error with the store's code when it cannot be read. A shard's
+  /// place as this node's region routes to it is in cluster_sharding::shards() (owner, epoch).
+  [[nodiscard]] std::future<cluster_state> read_state() const;
   /// Leaves: no shard starts here any more, the running ones stop (each after what its mailbox
   /// holds), and once none runs (or after one lease TTL at most) the lease is revoked, so the
   /// node's keys go and its shards move. Messages for those shards wait in the regions (here

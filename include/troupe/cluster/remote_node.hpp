@@ -53,6 +53,18 @@ struct remote_stats {
   std::uint64_t peers_unreachable = 0;   // connections dropped for silence or failed handshakes
 };
 
+/// What a node knows of its connection to another node (remote_node::peers()).
+struct peer_status {
+  node_address address;
+  /// The incarnation that answered the last handshake (0: none has yet).
+  std::uint64_t incarnation = 0;
+  /// A connection is up now.
+  bool connected = false;
+  /// The last connection fell silent, or none got through since it was asked for; a handshake
+  /// clears it. An unreachable peer is not gone: in a cluster, only its member key decides that.
+  bool unreachable = false;
+};
+
 class remote_node {
  public:
   /// Starts listening at options.bind. Throws troupe::error(errc::invalid_config) for invalid
@@ -79,6 +91,8 @@ class remote_node {
   }
 
   [[nodiscard]] remote_stats stats() const;
+  /// Every node this one has sent to or watched, ordered by address.
+  [[nodiscard]] std::vector<peer_status> peers() const;
 
   /// The message types this node sends and receives.
   [[nodiscard]] std::shared_ptr<const message_registry> registry() const;

@@ -71,6 +71,11 @@ struct shard_info {
   bool stopping = false;
   /// Hosted on this node.
   bool local = true;
+  /// The node that hosts it as this node knows now (on one node without a cluster: empty, and
+  /// local); empty and not local while it has no home yet (its messages wait here).
+  std::string owner;
+  /// The allocation that gave it this owner (its epoch; 0 without a cluster or a home).
+  std::int64_t epoch = 0;
   /// Messages the region delivered to it, over all its incarnations.
   std::uint64_t messages_processed = 0;
   /// The current shard actor's own figures (all zero when not resident).

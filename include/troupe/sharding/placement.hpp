@@ -79,6 +79,10 @@ class placement {
   /// coordinator), reported later through the listener.
   [[nodiscard]] virtual shard_home home_of(shard_id shard) = 0;
 
+  /// This node's id in the cluster (what placed_remote::node names elsewhere); empty on a
+  /// node without a cluster.
+  [[nodiscard]] virtual std::string self_node() const { return {}; }
+
   /// Sets the one listener told about changed homes (replacing any earlier one; an empty
   /// function removes it). It may be called on any thread, never inside home_of().
   virtual void set_listener(home_listener listener) = 0;

@@ -99,6 +99,7 @@ class cluster_placement final : public sharding::placement,
 
   [[nodiscard]] sharding::shard_home home_of(sharding::shard_id shard) override;
   void set_listener(home_listener listener) override;
+  [[nodiscard]] std::string self_node() const override { return options_.self.node; }
   [[nodiscard]] bool routes_remote() const noexcept override {
     return static_cast<bool>(options_.send);
   }

@@ -4,6 +4,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <future>
 #include <random>
 
@@ -198,6 +199,22 @@ remote_stats node_core::stats() const {
                       get(counters.peers_lost),     get(counters.peers_unreachable)};
 }
 
+std::vector<peer_status> node_core::peers() const {
+  std::vector<std::shared_ptr<peer>> all;
+  {
+    std::lock_guard lock(mutex_);
+    all.reserve(peers_.size());
+    for (const auto& [address, p] : peers_) all.push_back(p);
+  }
+  std::vector<peer_status> out;
+  out.reserve(all.size());
+  for (const auto& p : all) out.push_back(p->status());
+  std::sort(out.begin(), out.end(), [](const peer_status& a, const peer_status& b) {
+    return to_string(a.address) < to_string(b.address);
+  });
+  return out;
+}
+
 void node_core::node_left(const node_address& address, std::string reason) {
   if (closed()) return;
   std::shared_ptr<peer> p;
@@ -230,6 +247,8 @@ node_id remote_node::self() const { return core_->self(); }
 void remote_node::expose(const untyped_ref& ref) { core_->expose(ref); }
 
 remote_stats remote_node::stats() const { return core_->stats(); }
+
+std::vector<peer_status> remote_node::peers() const { return core_->peers(); }
 
 std::shared_ptr<const message_registry> remote_node::registry() const {
   return core_->options().registry;

@@ -50,6 +50,7 @@ class node_core : public std::enable_shared_from_this<node_core> {
   void expose(const untyped_ref& ref);
   intrusive_ptr<actor_target> exposed(const std::string& path);
   remote_stats stats() const;
+  std::vector<peer_status> peers() const;
   troupe::dead_letter_office& dead_letters() noexcept;
   /// Membership, not heartbeats, says when a node is gone (remote_node::follow_membership).
   [[nodiscard]] bool membership_decides() const noexcept {

@@ -70,6 +70,16 @@ void peer::dead_letter(outgoing& item, std::error_code code, const std::string& 
 
 // -- the outbound stream (I/O thread) -----------------------------------------------------
 
+peer_status peer::status() {
+  peer_status s;
+  s.address = address_;
+  s.incarnation = incarnation();
+  std::lock_guard lock(mutex_);
+  s.connected = connected_;
+  s.unreachable = unreachable_;
+  return s;
+}
+
 void peer::flush() {
   {
     std::lock_guard lock(mutex_);

@@ -5,6 +5,7 @@
 
 #include <troupe/cluster/errc.hpp>
 #include <troupe/cluster/message_registry.hpp>
+#include <troupe/cluster/remote_node.hpp>
 #include <troupe/cluster/transport.hpp>
 #include <troupe/cluster/wire/frame.hpp>
 
@@ -51,6 +52,9 @@ class peer : public std::enable_shared_from_this<peer> {
   [[nodiscard]] std::uint64_t incarnation() const noexcept {
     return incarnation_.load(std::memory_order_acquire);
   }
+
+  /// Whether a connection is up, or the peer counts as unreachable.
+  [[nodiscard]] peer_status status();
 
   // -- I/O thread ---------------------------------------------------------------------------
   /// Writes what is queued when the stream is up and idle; connects when there is none.

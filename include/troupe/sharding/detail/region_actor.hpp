@@ -682,6 +682,7 @@ class region_actor final : public actor<region_message<M>> {
       info.id = id;
       info.resident = static_cast<bool>(entry.route->shard) && !entry.stopping;
       info.stopping = static_cast<bool>(entry.route->shard) && entry.stopping;
+      describe_home(info, setup_->homes->home_of(id));
       {
         std::lock_guard lock(entry.route->lock);
         info.messages_processed = entry.route->messages;
@@ -697,6 +698,21 @@ class region_actor final : public actor<region_message<M>> {
       });
     }
     return out;
+  }
+
+  /// Where the placement says the shard lives (introspection).
+  void describe_home(shard_info& info, const shard_home& home) const {
+    if (const auto* here = std::get_if<placed_here>(&home)) {
+      info.local = true;
+      info.owner = setup_->homes->self_node();
+      info.epoch = here->epoch;
+    } else if (const auto* remote = std::get_if<placed_remote>(&home)) {
+      info.local = false;
+      info.owner = remote->node;
+      info.epoch = remote->epoch;
+    } else {
+      info.local = false;
+    }
   }
 
   /// Publishes `message`, which lives in the envelope being handled, as a dead letter (without
