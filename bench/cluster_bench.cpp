@@ -12,6 +12,23 @@
 //                         same messages told straight to one actor on B by path (remote_tell):
 //                         value = sharded msgs/s; fields remote_tell (msgs/s) and ratio. Unlike
 //                         troupe_bench_remote, both nodes share one process (and its 2 cores).
+//   cold_activation_remote the same two nodes: one message at a time, each to a new entity of a
+//                         shard that has no home yet (the proxy asks b's coordinator, which
+//                         writes the allocation to the store; both regions see it, b raises the
+//                         shard's store fence, starts the entity and handles the message): value
+//                         = p99 in µs from the tell until the entity has handled it; fields
+//                         p50_us and p99_us. With TROUPE_ETCD_ENDPOINTS set (scripts/etcd.sh
+//                         start prints it) the store is that etcd, else the in-process model.
+//
+//   failover              three nodes in three processes on a real etcd (TROUPE_ETCD_ENDPOINTS;
+//                         the case fails without it), a 2 s lease, 64 shards of persistent
+//                         accounts under load; kill -9 of the node holding the most: value =
+//                         seconds until every sampled account of it answered from a survivor
+//                         with its persisted deposits; fields p50_s, max_s,
+//                         duplicate_activations, lost_events (cluster_failover.cpp).
+//   failover_etcd_cut     the same, but node n1 reaches etcd through a proxy that freezes
+//                         instead of being killed: n1 must fence itself (its entities stop
+//                         before they start elsewhere) while it lives on.
 //
 //   troupe_bench_cluster [--case NAME[,NAME...]]... [--runs N] [--workers N] [--json-only]
 //                        [--shrink K]
@@ -26,15 +43,21 @@
 #include <troupe/sharding/cluster_sharding.hpp>
 
 #include "bench_support.hpp"
+#include "cluster_failover.hpp"
+#include "cluster_support.hpp"
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/describe/class.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -107,18 +130,30 @@ double tell_all(const troupe::actor_ref<hit>& to, const std::vector<std::string>
   return static_cast<double>(messages) / seconds_between(start, steady::now());
 }
 
-/// The in-process etcd, run on its own thread, as every node's consensus store.
+/// Every node's consensus store, served from its own thread: the in-process model of etcd, or
+/// (with `endpoints`) a real etcd under a cluster name of its own.
 struct etcd_model {
-  boost::asio::io_context io;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{io.get_executor()};
-  std::thread thread{[this] { io.run(); }};
+  explicit etcd_model(std::vector<std::string> endpoints = {}) : endpoints(std::move(endpoints)) {
+    static std::atomic<int> runs{0};
+    if (!this->endpoints.empty()) {
+      cluster = "bench-" + std::to_string(::getpid()) + "-" + std::to_string(++runs);
+    }
+  }
+  // The thread stops before the model and the clock go; the io_context, whose strands the
+  // clock's timers hold, after them.
+  ~etcd_model() { runner.stop(); }
+  etcd_model(const etcd_model&) = delete;
+  etcd_model& operator=(const etcd_model&) = delete;
+  std::shared_ptr<tc::consensus_store> client() {
+    if (endpoints.empty()) return etcd.client(runner.io.get_executor());
+    return tc::make_etcd_store(runner.io.get_executor(), {endpoints});
+  }
+
+  std::vector<std::string> endpoints;
+  std::string cluster = "bench";
+  io_runner runner;
   std::shared_ptr<troupe::clock> clock = troupe::make_steady_clock();
   tc::in_process_etcd etcd{clock};
-  ~etcd_model() {
-    guard.reset();
-    io.stop();
-    thread.join();
-  }
 };
 
 std::shared_ptr<tc::message_registry> messages() {
@@ -134,26 +169,27 @@ struct cluster_member {
                  tc::transport_factory transport, tc::node_address bind)
       : system(bench_config(workers).with_name(name)),
         remote(system, tc::remote_options{}
-                           .with_cluster_name("bench")
+                           .with_cluster_name(model.cluster)
                            .with_bind(std::move(bind))
                            .with_registry(messages())
                            .with_transport(std::move(transport))) {
-    auto options = tc::cluster_node_options{}.with_cluster_name("bench").with_node(name);
+    auto options = tc::cluster_node_options{}.with_cluster_name(model.cluster).with_node(name);
     options.retry = 100ms;
     cluster = tc::cluster_node::join(system, troupe::sharding::cluster_sharding::get(system),
-                                     remote, model.etcd.client(model.io.get_executor()),
-                                     std::move(options), model.clock);
+                                     remote, model.client(), std::move(options), model.clock);
     cluster->joined().get();
   }
   ~cluster_member() {
     cluster.reset();
     remote.shutdown();
   }
-  troupe::actor_ref<hit> start(tallies* t, bool proxy) {
+  troupe::actor_ref<hit> start(tallies* t, bool proxy,
+                               std::uint32_t shards = troupe::sharding::default_number_of_shards) {
     auto options = troupe::sharding::sharding_options<hit>::create()
                        .with_type_name("counter")
                        .with_extract_entity_id([](const hit& h) { return h.id; })
-                       .with_passivation_idle(0s);
+                       .with_passivation_idle(0s)
+                       .with_num_shards(shards);
     if (proxy) {
       options.with_proxy();
     } else {
@@ -243,6 +279,53 @@ run_result remote_sharded_tell(std::size_t workers, std::int64_t entities, std::
   return {sharded, {{"remote_tell", direct}, {"ratio", sharded / direct}}};
 }
 
+// -- cold_activation_remote ---------------------------------------------------------------------
+
+/// The first `count` of "e0", "e1", ... whose shards (of `shards`) differ, and differ from e0's.
+std::vector<std::string> ids_of_distinct_shards(std::int64_t count, std::uint32_t shards) {
+  std::vector<bool> taken(shards, false);
+  taken[troupe::sharding::shard_of("e0", shards)] = true;
+  std::vector<std::string> ids;
+  for (std::int64_t i = 1; static_cast<std::int64_t>(ids.size()) < count; ++i) {
+    std::string id = "e" + std::to_string(i);
+    const auto shard = troupe::sharding::shard_of(id, shards);
+    if (taken[shard]) continue;
+    taken[shard] = true;
+    ids.push_back(std::move(id));
+  }
+  return ids;
+}
+
+run_result cold_activation_remote(std::size_t workers, std::int64_t samples, std::uint32_t shards) {
+  const auto ids = ids_of_distinct_shards(samples, shards);
+  std::size_t highest = 0;
+  for (const auto& id : ids) highest = std::max<std::size_t>(highest, std::stoul(id.substr(1)));
+  etcd_model model(etcd_endpoints_from_env());
+  auto tcp = [](boost::asio::any_io_executor ex) {
+    return std::make_shared<tc::tcp_transport>(ex, tc::tcp_options{});
+  };
+  tallies t(highest + 1);
+  cluster_member b("b", workers, model, tcp, {"127.0.0.1", 0});
+  cluster_member a("a", workers, model, tcp, {"127.0.0.1", 0});
+  auto hosted = b.start(&t, false, shards);
+  auto proxy = a.start(&t, true, shards);
+  // A first entity: the coordinator is elected and the connections are up.
+  proxy.tell(hit{"e0"});
+  wait_handled(t, 1, "the first entity");
+  std::vector<double> micros;
+  micros.reserve(ids.size());
+  for (const auto& id : ids) {
+    const std::int64_t before = t.handled.load();
+    const auto start = steady::now();
+    proxy.tell(hit{id});
+    wait_handled(t, before + 1, "entity " + id);
+    micros.push_back(seconds_between(start, steady::now()) * 1e6);
+  }
+  std::sort(micros.begin(), micros.end());
+  const double p99 = percentile(micros, 0.99);
+  return {p99, {{"p50_us", percentile(micros, 0.5)}, {"p99_us", p99}}};
+}
+
 std::vector<bench_case> all_cases(std::int64_t shrink) {
   const std::int64_t million = 1'000'000 / shrink;
   const std::int64_t entities = 10'000 / shrink;
@@ -269,12 +352,55 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
         {"nodes", json_string("two, in one process, TCP on 127.0.0.1; a proxies to b")},
         {"sent_by", json_string("one non-actor thread on node a")}},
        [=](std::size_t w) { return remote_sharded_tell(w, entities, million, window); }});
+  const std::int64_t samples = std::max<std::int64_t>(200 / shrink, 10);
+  const std::uint32_t shards = 1000;
+  const bool real_etcd = !etcd_endpoints_from_env().empty();
+  cases.push_back(
+      {"cold_activation_remote",
+       "us",
+       "p99 <= 5 ms",
+       at_most(5000),
+       {{"samples", str(samples)},
+        {"shards", str(shards)},
+        {"store", json_string(real_etcd ? "etcd on TROUPE_ETCD_ENDPOINTS"
+                                        : "the in-process etcd model (TROUPE_ETCD_ENDPOINTS "
+                                          "unset)")},
+        {"nodes", json_string("two, in one process, TCP on 127.0.0.1; a proxies to b, b "
+                              "coordinates")},
+        {"sent_by", json_string("one non-actor thread on node a, one message at a time")}},
+       [=](std::size_t w) { return cold_activation_remote(w, samples, shards); }});
+  const std::int64_t accounts = std::max<std::int64_t>(640 / shrink, 64);
+  const std::int64_t sampled = std::max<std::int64_t>(64 / shrink, 16);
+  auto failover_case = [&](std::string name, troupe::bench::failover::fault what,
+                           std::string target, std::function<bool(double)> meets,
+                           const std::string& store) {
+    cases.push_back(
+        {std::move(name),
+         "s",
+         std::move(target),
+         std::move(meets),
+         {{"accounts", str(accounts)},
+          {"shards", "64"},
+          {"sampled", str(sampled)},
+          {"lease_ttl_s", "2"},
+          {"nodes", json_string("three host processes and this one as a proxy, TCP on 127.0.0.1")},
+          {"store", json_string(store)}},
+         [=](std::size_t w) { return troupe::bench::failover::run(w, accounts, sampled, what); }});
+  };
+  failover_case("failover", troupe::bench::failover::fault::kill, "<= 3 s", at_most(3.0),
+                "etcd on TROUPE_ETCD_ENDPOINTS; one SQLite journal file");
+  failover_case("failover_etcd_cut", troupe::bench::failover::fault::etcd_cut, "", {},
+                "etcd on TROUPE_ETCD_ENDPOINTS (n1 through a proxy that freezes); one SQLite "
+                "journal file");
   return cases;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (troupe::bench::failover::is_node(argc, argv)) {
+    return troupe::bench::failover::serve_node(argc, argv);
+  }
   return troupe::bench::run_benchmarks(
       argc, argv,
       {"cluster",
