@@ -16,8 +16,11 @@
 //   from the kill until the last sample answered.
 // - Then the load stops and every account is read once more: lost_events counts acknowledged
 //   deposits missing from the balances; duplicate_activations counts accounts that ran on two
-//   nodes at once (from the logs; the dead node's activations end at the kill). Either above 0,
-//   or a balance above what was ever sent, fails the run.
+//   nodes at once (from the logs: an activation ends when its entity stops, when its node logs
+//   that it fenced itself (cluster_node_options::on_fenced), or for a killed node at the kill).
+//   Either above 0, or a balance above what was ever sent, fails the run.
+// - A node cut off etcd is then asked directly (a delivery to its endpoint, as a region would
+//   send) for each sampled account: it must not answer, since it fenced itself.
 
 #include "cluster_failover.hpp"
 
@@ -27,6 +30,7 @@
 #include <troupe/cluster/tcp_transport.hpp>
 #include <troupe/persistence/persistence_extension.hpp>
 #include <troupe/persistence/persistent_entity.hpp>
+#include <troupe/persistence/serialization/wire.hpp>
 #include <troupe/persistence/sqlite_plugin.hpp>
 #include <troupe/sharding/cluster_sharding.hpp>
 
@@ -190,7 +194,9 @@ struct node {
                          return std::visit([](const auto& m) { return m.owner; }, c);
                        })
                        .with_num_shards(shard_count);
+    std::shared_ptr<activation_log> log;
     if (hosts) {
+      log = std::make_shared<activation_log>(dir / ("activations-" + name + ".log"));
       auto& persistence = tp::get(system);
       persistence.codecs()
           .add<deposited>("bench.failover.deposited")
@@ -199,8 +205,7 @@ struct node {
       journal.file = dir / "journal.db";
       journal.durability = tp::sqlite_durability::normal;
       persistence.set_default_plugin(tp::open_sqlite_plugin(journal));
-      options.with_entity<account>(
-          name, std::make_shared<activation_log>(dir / ("activations-" + name + ".log")));
+      options.with_entity<account>(name, log);
     } else {
       options.with_proxy();
     }
@@ -208,6 +213,7 @@ struct node {
         tc::cluster_node_options{}.with_cluster_name(cluster).with_node(name).with_lease_ttl(
             lease_ttl);
     join.retry = 100ms;
+    if (log) join.on_fenced = [log](const std::string&) { log->record("fence", "-"); };
     membership =
         tc::cluster_node::join(system, troupe::sharding::cluster_sharding::get(system), remote,
                                tc::make_etcd_store(io.io.get_executor(), {etcd}), std::move(join));
@@ -362,6 +368,8 @@ class load {
 /// open on `dead` end at `killed_ns`, those on other nodes at the end of the run.
 std::int64_t count_duplicates(const fs::path& dir, const std::vector<std::string>& nodes,
                               const std::string& dead, std::int64_t killed_ns) {
+  // An activation ends when its entity stops, or when its node fenced itself (from then on it
+  // handles nothing and writes nothing, even before it is gone).
   struct span {
     std::string node;
     std::int64_t from = 0;
@@ -374,6 +382,14 @@ std::int64_t count_duplicates(const fs::path& dir, const std::vector<std::string
     std::string id;
     std::int64_t at = 0;
     while (in >> what >> id >> at) {
+      if (what == "fence") {
+        for (auto& [account, spans] : by_id) {
+          for (auto& sp : spans) {
+            if (sp.node == name && sp.from < at) sp.to = std::min(sp.to, at);
+          }
+        }
+        continue;
+      }
       auto& spans = by_id[id];
       if (what == "start") {
         spans.push_back({name, at, name == dead ? killed_ns : LLONG_MAX});
@@ -399,6 +415,51 @@ std::int64_t count_duplicates(const fs::path& dir, const std::vector<std::string
     duplicates += twice ? 1 : 0;
   }
   return duplicates;
+}
+
+/// How many of `ids` still answer on node `cut_off` (listening `at`) when asked there directly,
+/// by a delivery to its endpoint as a region would send one. After it fenced itself, none may.
+/// The probe is a node of its own outside the cluster: the cluster's nodes no longer talk to a
+/// member whose key is gone.
+std::int64_t answers_after_fencing(const std::string& cluster, const std::string& cut_off,
+                                   const tc::node_address& at,
+                                   const std::vector<std::string>& ids) {
+  troupe::actor_system system(bench_config(1).with_name("probe"));
+  tc::remote_node probe(system, tc::remote_options{}
+                                    .with_cluster_name(cluster)
+                                    .with_bind({"127.0.0.1", 0})
+                                    .with_registry(messages())
+                                    .with_transport([](boost::asio::any_io_executor ex) {
+                                      return std::make_shared<tc::tcp_transport>(ex,
+                                                                                 tc::tcp_options{});
+                                    }));
+  const auto registry = probe.registry();
+  const auto* entry = registry->find(typeid(account_command));
+  check(entry != nullptr, "account_command is in the registry");
+  auto endpoint = probe.ref_to<tc::sharded_delivery>(at, "/system/cluster-deliveries");
+  std::int64_t answered = 0;
+  for (const auto& id : ids) {
+    tc::sharded_delivery d;
+    d.type = "account";
+    d.shard = troupe::sharding::shard_of(id, shard_count);
+    d.epoch = 1;
+    d.entity_id = id;
+    d.manifest = entry->manifest.type_name;
+    d.version = entry->manifest.version;
+    const account_command ask_balance = get_balance{id};
+    tp::byte_writer w(d.payload);
+    entry->encode(w, &ask_balance);
+    try {
+      const receipt r = endpoint.ask<receipt>(std::move(d), 300ms, troupe::use_future).get();
+      answered += r.node == cut_off ? 1 : 0;
+    } catch (const std::exception&) {
+      // no answer: it holds or refuses the message, as a fenced node must
+    }
+  }
+  probe.shutdown();
+  system.terminate();
+  system.await_termination();
+  return answered;
 }
 
 /// Removes the run's directory when the run ends.
@@ -494,6 +555,11 @@ run_result run(std::size_t workers, std::int64_t entities, std::int64_t samples,
 
   std::vector<std::int64_t> acked_before;
   for (std::size_t i : sampled) acked_before.push_back(deposits.acked(i));
+  std::optional<tc::node_address> victim_at;
+  for (const auto& m : bench.membership->read_state().get().members) {
+    if (m.info.id.node == victim) victim_at = tc::parse_node_address(m.address);
+  }
+  check(victim_at.has_value(), victim + " is a member before the fault");
   const std::int64_t killed_ns = steady_ns();
   const auto killed = steady::now();
   if (what == fault::kill) {
@@ -541,6 +607,13 @@ run_result run(std::size_t workers, std::int64_t entities, std::int64_t samples,
     }
   }
   deposits.stop();
+  if (what == fault::etcd_cut) {
+    std::vector<std::string> moved;
+    for (std::size_t i : sampled) moved.push_back(ids[i]);
+    const std::int64_t stale = answers_after_fencing(cluster, victim, *victim_at, moved);
+    check(stale == 0, std::to_string(stale) + " accounts still answered on " + victim +
+                          " after they moved: it did not fence itself");
+  }
 
   // Every account, once more: nothing acknowledged is missing, nothing was made up.
   std::int64_t lost = 0;

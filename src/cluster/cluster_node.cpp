@@ -40,6 +40,10 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
   std::promise<void> joined_promise;
   std::shared_future<void> joined = joined_promise.get_future().share();
 
+  /// Held while on_fenced runs; `destroyed` set under it: no call after ~cluster_node.
+  std::mutex fenced_callback_mutex;
+  bool destroyed = false;
+
   mutable std::mutex mutex;
   lease_id lease = 0;
   bool fenced = false;
@@ -65,6 +69,11 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
       if (auto r = runners->find(type)) r->stop();
       runners->set(type, nullptr);
     }
+  }
+
+  void tell_fenced(const std::string& reason) {
+    std::lock_guard lock(fenced_callback_mutex);
+    if (!destroyed && options.on_fenced) options.on_fenced(reason);
   }
 
   /// A member's key is gone (its lease ran out, it left or was evicted): unless another
@@ -269,11 +278,16 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
         troupe::logger()->warn("cluster {}: {} fenced itself ({}): it hosts no shard any more",
                                self->options.cluster_name, self->options.node, to_string(why));
         self->stop_hosting(true);
+        self->tell_fenced(std::string(to_string(why)));
       });
   return std::shared_ptr<cluster_node>(new cluster_node(std::move(s)));
 }
 
 cluster_node::~cluster_node() {
+  {
+    std::lock_guard lock(state_->fenced_callback_mutex);
+    state_->destroyed = true;
+  }
   if (leaving_.joinable()) {
     leaving_.request_stop();
     leaving_.join();

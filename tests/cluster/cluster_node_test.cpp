@@ -170,6 +170,10 @@ struct member {
                        .with_roles(std::move(roles));
     options.lease_margin = margin;
     options.retry = 50ms;  // homeless shards are asked for again soon: moves are quick
+    options.on_fenced = [this](const std::string& reason) {
+      std::lock_guard lock(fence_mutex);
+      fence_reasons.push_back(reason);
+    };
     cluster = cluster_node::join(node.system, cluster_sharding::get(node.system), *node.remote,
                                  store, std::move(options), std::move(clock));
   }
@@ -184,8 +188,15 @@ struct member {
                    .with_num_shards(8));
   }
 
+  std::vector<std::string> fences() {
+    std::lock_guard lock(fence_mutex);
+    return fence_reasons;
+  }
+
   test::node node;
   std::shared_ptr<consensus_store> store;
+  std::mutex fence_mutex;
+  std::vector<std::string> fence_reasons;  // what on_fenced was told
   std::shared_ptr<cluster_node> cluster;
 };
 
@@ -610,6 +621,9 @@ TEST_F(cluster_node_test, a_node_that_fenced_itself_stops_its_entities_at_once_b
 
   etcd_.set_reachable(*b.store, false);
   await_condition([&] { return b.cluster->fenced(); }, 5s, "b fenced itself");
+  await_condition([&] { return !b.fences().empty(); }, 5s, "b's on_fenced called");
+  EXPECT_EQ(b.fences().size(), 1u);
+  EXPECT_TRUE(a.fences().empty());
   // Once b's lease ran out, its shards are allocated to a; a message sent to a's region then
   // gets there. (One sent while a still routes to b would wait on b, which cannot read.)
   await_condition(

@@ -56,6 +56,12 @@ struct cluster_node_options {
   std::function<std::unique_ptr<sharding::coordination::allocation_strategy>(
       const sharding::region_settings&)>
       strategy;
+  /// Called once if the node fences itself (it could not keep its lease: see fenced()), with
+  /// the reason, right after its entities stopped taking messages; on the store's executor, so
+  /// it must not block; never once the cluster_node is destroyed. A node that fenced itself
+  /// never hosts again: an application usually logs, alerts, and restarts the process (a new
+  /// incarnation).
+  std::function<void(const std::string& reason)> on_fenced;
 
   cluster_node_options& with_cluster_name(std::string n) {
     cluster_name = std::move(n);
