@@ -34,15 +34,13 @@
 #include <troupe/persistence/sqlite_plugin.hpp>
 #include <troupe/sharding/cluster_sharding.hpp>
 
+#include "child_process.hpp"
 #include "cluster_support.hpp"
 #include "freezable_proxy.hpp"
 
 #include <boost/describe/class.hpp>
 
 #include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,8 +62,6 @@
 #include <thread>
 #include <variant>
 #include <vector>
-
-extern char** environ;
 
 namespace troupe::bench::failover {
 namespace {
@@ -110,6 +106,17 @@ std::shared_ptr<tc::message_registry> messages() {
   tc::add_cluster_messages(*r);
   r->add<account_command>("bench.failover.account_command").add<receipt>("bench.failover.receipt");
   return r;
+}
+
+/// Every node's remoting: TCP on 127.0.0.1, any free port.
+tc::remote_options remoting(const std::string& cluster) {
+  return tc::remote_options{}
+      .with_cluster_name(cluster)
+      .with_bind({"127.0.0.1", 0})
+      .with_registry(messages())
+      .with_transport([](boost::asio::any_io_executor ex) {
+        return std::make_shared<tc::tcp_transport>(ex, tc::tcp_options{});
+      });
 }
 
 std::int64_t steady_ns() {
@@ -180,14 +187,7 @@ class account final : public tp::persistent_entity<account_command, deposited, b
 struct node {
   node(const std::string& name, const std::string& cluster, const std::vector<std::string>& etcd,
        const fs::path& dir, std::size_t workers, bool hosts)
-      : system(bench_config(workers).with_name(name)),
-        remote(system, tc::remote_options{}
-                           .with_cluster_name(cluster)
-                           .with_bind({"127.0.0.1", 0})
-                           .with_registry(messages())
-                           .with_transport([](boost::asio::any_io_executor ex) {
-                             return std::make_shared<tc::tcp_transport>(ex, tc::tcp_options{});
-                           })) {
+      : system(bench_config(workers).with_name(name)), remote(system, remoting(cluster)) {
     auto options = troupe::sharding::sharding_options<account_command>::create()
                        .with_type_name("account")
                        .with_extract_entity_id([](const account_command& c) {
@@ -235,62 +235,6 @@ struct node {
   tc::remote_node remote;
   std::shared_ptr<tc::cluster_node> membership;
   troupe::actor_ref<account_command> accounts;
-};
-
-/// A node in a child process; closing its stdin stops it.
-class node_process {
- public:
-  node_process(const std::string& name, const std::string& cluster, const std::string& etcd,
-               const fs::path& dir, std::size_t workers) {
-    int to_child[2];
-    int from_child[2];
-    if (::pipe2(to_child, O_CLOEXEC) != 0 || ::pipe2(from_child, O_CLOEXEC) != 0) {
-      throw bench_failure("pipe failed");
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, to_child[0], 0);
-    posix_spawn_file_actions_adddup2(&actions, from_child[1], 1);
-    std::string self = fs::read_symlink("/proc/self/exe").string();
-    std::vector<std::string> args{self,         "--serve-node",         name, cluster, etcd,
-                                  dir.string(), std::to_string(workers)};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int spawned = posix_spawn(&pid_, self.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(to_child[0]);
-    ::close(from_child[1]);
-    stdin_ = to_child[1];
-    if (spawned != 0) {
-      ::close(from_child[0]);
-      throw bench_failure("could not start node " + name);
-    }
-    FILE* out = ::fdopen(from_child[0], "r");
-    char line[64] = {};
-    const bool ready = out != nullptr && std::fgets(line, sizeof line, out) != nullptr &&
-                       std::string_view(line).starts_with("READY");
-    if (out != nullptr) std::fclose(out);
-    if (!ready) {
-      ::close(stdin_);
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-      throw bench_failure("node " + name + " did not start");
-    }
-  }
-  ~node_process() {
-    if (stdin_ >= 0) ::close(stdin_);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-  }
-  node_process(const node_process&) = delete;
-  node_process& operator=(const node_process&) = delete;
-
-  void kill_now() { ::kill(pid_, SIGKILL); }
-
- private:
-  pid_t pid_ = 0;
-  int stdin_ = -1;
 };
 
 // -- the run ------------------------------------------------------------------------------------
@@ -425,14 +369,7 @@ std::int64_t answers_after_fencing(const std::string& cluster, const std::string
                                    const tc::node_address& at,
                                    const std::vector<std::string>& ids) {
   troupe::actor_system system(bench_config(1).with_name("probe"));
-  tc::remote_node probe(system, tc::remote_options{}
-                                    .with_cluster_name(cluster)
-                                    .with_bind({"127.0.0.1", 0})
-                                    .with_registry(messages())
-                                    .with_transport([](boost::asio::any_io_executor ex) {
-                                      return std::make_shared<tc::tcp_transport>(ex,
-                                                                                 tc::tcp_options{});
-                                    }));
+  tc::remote_node probe(system, remoting(cluster));
   const auto registry = probe.registry();
   const auto* entry = registry->find(typeid(account_command));
   check(entry != nullptr, "account_command is in the registry");
@@ -497,7 +434,7 @@ int serve_node(int argc, char** argv) {
 
 run_result run(std::size_t workers, std::int64_t entities, std::int64_t samples, fault what) {
   const auto endpoints = etcd_endpoints_from_env();
-  std::string etcd;
+  std::string etcd;  // as the nodes' command line takes it
   for (const auto& e : endpoints) etcd += (etcd.empty() ? "" : ",") + e;
   if (endpoints.empty()) {
     throw bench_failure(
@@ -516,13 +453,16 @@ run_result run(std::size_t workers, std::int64_t entities, std::int64_t samples,
   const std::vector<std::string> names{"n1", "n2", "n3"};
   // With etcd_cut, n1 reaches etcd only through the proxy.
   std::optional<freezable_proxy> proxy;
-  if (what == fault::etcd_cut) proxy.emplace(split_endpoints(etcd).front());
-  std::map<std::string, std::unique_ptr<node_process>> hosts;
+  if (what == fault::etcd_cut) proxy.emplace(endpoints.front());
+  std::map<std::string, std::unique_ptr<child_process>> hosts;  // each prints READY
   for (const auto& name : names) {
-    hosts[name] = std::make_unique<node_process>(
-        name, cluster, name == "n1" && proxy ? proxy->endpoint() : etcd, dir.path, workers);
+    hosts[name] = std::make_unique<child_process>(
+        std::vector<std::string>{"--serve-node", name, cluster,
+                                 name == "n1" && proxy ? proxy->endpoint() : etcd,
+                                 dir.path.string(), std::to_string(workers)},
+        "node " + name);
   }
-  node bench("bench", cluster, split_endpoints(etcd), dir.path, workers, false);
+  node bench("bench", cluster, endpoints, dir.path, workers, false);
   const auto deadline = steady::now() + 30s;
   while (!bench.membership->ready("account") ||
          bench.membership->read_state().get().members.size() != names.size() + 1) {

@@ -17,11 +17,10 @@
 #include <troupe/core/actor.hpp>
 
 #include "bench_support.hpp"
+#include "child_process.hpp"
 
 #include <boost/describe/class.hpp>
 
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -35,8 +34,6 @@
 #include <thread>
 #include <variant>
 #include <vector>
-
-extern char** environ;
 
 namespace {
 
@@ -193,52 +190,21 @@ int serve(bool tls, std::size_t workers) {
 /// The child process running node B, stopped when this goes out of scope.
 class server_process {
  public:
-  server_process(bool tls, std::size_t workers) {
-    int to_child[2];
-    int from_child[2];
-    if (::pipe(to_child) != 0 || ::pipe(from_child) != 0) throw bench_failure("pipe failed");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, to_child[0], 0);
-    posix_spawn_file_actions_adddup2(&actions, from_child[1], 1);
-    posix_spawn_file_actions_addclose(&actions, to_child[1]);
-    posix_spawn_file_actions_addclose(&actions, from_child[0]);
-    std::string self = fs::read_symlink("/proc/self/exe").string();
-    std::string w = std::to_string(workers);
-    std::string certs = tls ? certs_dir() : std::string("-");
-    std::vector<char*> argv{self.data(),
-                            const_cast<char*>("--serve"),
-                            const_cast<char*>(tls ? "tls" : "plain"),
-                            w.data(),
-                            certs.data(),
-                            nullptr};
-    if (posix_spawn(&pid_, self.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
-      throw bench_failure("could not start node B");
-    }
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(to_child[0]);
-    ::close(from_child[1]);
-    stdin_ = to_child[1];
-    FILE* out = ::fdopen(from_child[0], "r");
+  server_process(bool tls, std::size_t workers)
+      : child_({"--serve", tls ? "tls" : "plain", std::to_string(workers),
+                tls ? certs_dir() : std::string("-")},
+               "node B") {
     unsigned port = 0;
-    if (out == nullptr || std::fscanf(out, "PORT %u", &port) != 1)
-      throw bench_failure("node B did not start");
-    std::fclose(out);
+    if (std::sscanf(child_.first_line().c_str(), "PORT %u", &port) != 1) {
+      throw bench_failure("node B did not print its port");
+    }
     port_ = static_cast<std::uint16_t>(port);
   }
-  ~server_process() {
-    ::close(stdin_);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-  }
-  server_process(const server_process&) = delete;
-  server_process& operator=(const server_process&) = delete;
 
   [[nodiscard]] tc::node_address address() const { return {"127.0.0.1", port_}; }
 
  private:
-  pid_t pid_ = 0;
-  int stdin_ = -1;
+  child_process child_;
   std::uint16_t port_ = 0;
 };
 

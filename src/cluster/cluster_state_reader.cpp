@@ -95,9 +95,13 @@ cluster_state decode_cluster_state(std::string_view cluster, revision at,
               [](const auto& a, const auto& b) { return a.id < b.id; });
     std::sort(s.shards.begin(), s.shards.end(),
               [](const auto& a, const auto& b) { return a.shard < b.shard; });
+    std::map<coord::member_id, std::size_t> owned;
     for (auto& shard : s.shards) {
       shard.owner_is_member = live.contains(shard.owner);
-      for (auto& region : s.regions) region.shards += region.id == shard.owner ? 1 : 0;
+      ++owned[shard.owner];
+    }
+    for (auto& region : s.regions) {
+      if (auto it = owned.find(region.id); it != owned.end()) region.shards = it->second;
     }
     out.types.push_back(std::move(s));
   }
