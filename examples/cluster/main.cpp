@@ -28,6 +28,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/describe/class.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -198,6 +199,18 @@ int main() {
                 to_string(nodes[name]->remote.self()).c_str());
   }
   auto& a = *nodes["a"];
+  // Wait until the leading coordinator knows all three regions, or the first shards could all
+  // go to the nodes it heard of first.
+  const auto formed_by = std::chrono::steady_clock::now() + 10s;
+  while (std::none_of(nodes.begin(), nodes.end(), [](const auto& n) {
+    return n.second->cluster->hosting_regions("account") == 3;
+  })) {
+    if (std::chrono::steady_clock::now() > formed_by) {
+      std::printf("the coordinator never saw all three regions\n");
+      return 1;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
 
   std::printf("== deposits through node a's region\n");
   std::vector<std::string> owners;

@@ -322,6 +322,11 @@ bool cluster_node::leads(const std::string& type_name) const {
   return runner && runner->leading();
 }
 
+std::size_t cluster_node::hosting_regions(const std::string& type_name) const {
+  auto runner = state_->runners->find(type_name);
+  return runner ? runner->hosting_regions() : 0;
+}
+
 std::future<cluster_state> cluster_node::read_state() const {
   auto promise = std::make_shared<std::promise<cluster_state>>();
   auto result = promise->get_future();

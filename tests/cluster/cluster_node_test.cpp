@@ -210,6 +210,14 @@ std::pair<troupe::actor_ref<note>, troupe::actor_ref<note>> start_recorders(
   auto to_b = b.start(book, "b");
   await_condition([&] { return a.cluster->ready("recorder") && b.cluster->ready("recorder"); }, 5s,
                   "both regions ready");
+  // A region is ready once registered; the leading coordinator sees it through its watch a
+  // moment later. Until it does, every new shard would go to the one region it knows.
+  await_condition(
+      [&] {
+        return std::max(a.cluster->hosting_regions("recorder"),
+                        b.cluster->hosting_regions("recorder")) == 2;
+      },
+      5s, "the leading coordinator places shards on both regions");
   return {to_a, to_b};
 }
 

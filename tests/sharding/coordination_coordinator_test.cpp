@@ -91,8 +91,10 @@ TEST(Coordinator, DecidesNothingBeforeItIsElectedOrHasReadTheState) {
   EXPECT_EQ(h.c.handle(elected{coord_key}), decisions{read_state{}});
   EXPECT_TRUE(h.ask(1).empty()) << "no decision before the state is read";
   EXPECT_FALSE(h.c.deciding());
+  EXPECT_EQ(h.c.hosting_regions(), 0U) << "counted only while deciding";
   const auto ds = h.c.handle(state_read{100, {member("a")}, {region("a")}, {}});
   EXPECT_TRUE(h.c.deciding());
+  EXPECT_EQ(h.c.hosting_regions(), 1U);
   ASSERT_EQ(only<write_allocations>(ds).size(), 1U) << "the ask made while reading is served";
 }
 
@@ -268,8 +270,11 @@ TEST(Coordinator, ProxiesAndRegionsWithoutTheRoleNeverReceiveAShard) {
   h.start({member("a", 1, {"worker"}), member("b", 1, {"web"})},
           {region("a", 1, true), region("b"), region("c")});
   EXPECT_TRUE(h.ask(1).empty()) << "nowhere to host: the ask waits";
+  EXPECT_EQ(h.c.hosting_regions(), 0U);
   EXPECT_TRUE(h.c.handle(region_put{101, region("c")}).empty()) << "c's member key is not known";
+  EXPECT_EQ(h.c.hosting_regions(), 0U);
   const auto ds = h.c.handle(member_put{102, member("c", 1, {"worker", "web"})});
+  EXPECT_EQ(h.c.hosting_regions(), 1U);
   const auto writes = only<write_allocations>(ds);
   ASSERT_EQ(writes.size(), 1U);
   EXPECT_EQ(writes[0].shards, std::vector{(allocation_write{1, id("c"), 0})});

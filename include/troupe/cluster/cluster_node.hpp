@@ -109,6 +109,11 @@ class cluster_node {
   [[nodiscard]] bool fenced() const;
   /// Whether this node's runner of the type leads it.
   [[nodiscard]] bool leads(const std::string& type_name) const;
+  /// How many regions this node's coordinator of the type places shards on now: those
+  /// registered whose member it knows and that may host the type (0 unless it leads). A region
+  /// is ready once it is registered; the coordinator learns of it through its watch a moment
+  /// later, and until then places new shards on the regions it already knows.
+  [[nodiscard]] std::size_t hosting_regions(const std::string& type_name) const;
   /// The cluster as the consensus store holds it now (members, each sharded type's coordinator,
   /// regions and allocated shards, all of one revision), with how this node reaches each
   /// member. Holds troupe::error with the store's code when it cannot be read. A shard's

@@ -221,6 +221,7 @@ void coordinator_runner::lose() {
 
 void coordinator_runner::feed(const coord::coordinator_event& event) {
   for (const auto& d : coordinator_.handle(event)) carry_out(d);
+  hosting_regions_.store(coordinator_.hosting_regions());
 }
 
 void coordinator_runner::carry_out(const coord::coordinator_decision& decision) {
@@ -376,6 +377,7 @@ void coordinator_runner::tick() {
 }
 
 void coordinator_runner::halt() {
+  hosting_regions_ = 0;
   ++election_gen_;
   ++state_gen_;
   if (election_watch_) election_watch_->cancel();

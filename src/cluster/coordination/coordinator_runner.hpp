@@ -88,6 +88,8 @@ class coordinator_runner : public std::enable_shared_from_this<coordinator_runne
   [[nodiscard]] revision key_create_revision() const noexcept { return my_revision_.load(); }
   /// How many state reads it has fed (each term starts with one; a failed write adds one).
   [[nodiscard]] int state_reads() const noexcept { return state_reads_.load(); }
+  /// How many regions it would place shards on now (0 unless it leads and has read the state).
+  [[nodiscard]] std::size_t hosting_regions() const noexcept { return hosting_regions_.load(); }
   /// stop() was called.
   [[nodiscard]] bool stopped() const noexcept { return stopped_.load(); }
   /// This runner's election key.
@@ -141,6 +143,7 @@ class coordinator_runner : public std::enable_shared_from_this<coordinator_runne
   std::atomic<bool> lost_{false};
   std::atomic<revision> my_revision_{0};
   std::atomic<int> state_reads_{0};
+  std::atomic<std::size_t> hosting_regions_{0};
 
   // Strand-only state.
   bool campaigned_ = false;

@@ -41,6 +41,14 @@ std::vector<shard_id> coordinator::shards_in_flight() const {
   return shards;
 }
 
+std::size_t coordinator::hosting_regions() const {
+  if (!deciding()) {
+    return 0;
+  }
+  return static_cast<std::size_t>(std::count_if(regions_.begin(), regions_.end(),
+                                                [&](const auto& r) { return may_host(r.second); }));
+}
+
 void coordinator::reset() {
   key_create_revision_.reset();
   have_state_ = false;

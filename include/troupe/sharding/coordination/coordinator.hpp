@@ -56,6 +56,10 @@ class coordinator {
   /// The shards with a write outstanding.
   [[nodiscard]] std::vector<shard_id> shards_in_flight() const;
 
+  /// How many regions it would place shards on now (registered, not proxies, their member
+  /// known and holding the type's role); 0 unless it decides.
+  [[nodiscard]] std::size_t hosting_regions() const;
+
  private:
   struct pending_write {
     std::vector<allocation_write> shards;
