@@ -187,7 +187,12 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
     po.self = self;
     po.proxy = !hosts;
     po.retry = options.retry;
-    po.send = deliver_over(*remote, std::move(registry), *entry, s.type_name);
+    auto refs = make_endpoint_refs(*remote);
+    po.send = deliver_over(refs, std::move(registry), *entry, s.type_name);
+    po.send_flush = flush_over(refs, s.type_name, deliveries);
+    po.answer_flush = answer_flush_of(s.type_name);
+    // A leaving owner answers once its shards have drained and moved (within about a lease).
+    po.flush_timeout = std::max<duration>(std::chrono::seconds(5), 2 * options.lease_ttl);
     auto cell = std::make_shared<std::weak_ptr<cluster_placement>>();
     auto placement =
         cluster_placement::start(store, clock, std::move(po), std::move(fences),
@@ -363,6 +368,23 @@ void cluster_node::leave(std::function<void(std::error_code)> done) {
   {
     std::lock_guard lock(state_->mutex);
     for (const auto& [type, p] : state_->placements) types.push_back(type);
+  }
+  // Marked leaving: the other regions stop sending to its shards (what they send waits for the
+  // next owner) and flush what they sent here while it is still a member.
+  {
+    member_record m;
+    {
+      std::lock_guard lock(state_->mutex);
+      m.info.id = {state_->options.node, state_->lease};
+    }
+    m.info.roles = state_->options.roles;
+    m.info.app_version = state_->options.app_version;
+    m.info.leaving = true;
+    m.address = state_->address;
+    if (m.info.id.incarnation != 0) {
+      update_member(*state_->store, state_->options.cluster_name, m,
+                    [](std::error_code, revision) {});
+    }
   }
   // The placements stop first: every region hears its running shards' homes are gone and stops
   // them. The keys go only once no shard runs here, so a shard's next owner never starts

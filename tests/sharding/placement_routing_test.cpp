@@ -4,7 +4,9 @@
 // bounded by buffer-size, and delivers them in order once the placement reports it here; its
 // entities then run at the allocation's epoch. A placement that reaches other nodes gets a
 // remote shard's messages in order, and what other nodes send is delivered only where the
-// placement says the shard lives. Manual scheduling: each step runs when told.
+// placement says the shard lives. When a shard moves, nothing goes to its new home until a flush
+// marker sent behind the messages to the old one is answered; another node's marker is answered
+// where its messages were delivered, or follows them. Manual scheduling: each step runs when told.
 #include <troupe/core/actor_system.hpp>
 #include <troupe/core/config.hpp>
 #include <troupe/core/detail/actor_cell.hpp>
@@ -87,7 +89,59 @@ class manual_placement final : public placement {
       handler = arrivals_;
     }
     ASSERT_TRUE(handler);
-    handler({shard, epoch, id, std::make_unique<troupe::detail::envelope<note>>(note{id, n})});
+    troupe::sharding::remote_arrival a;
+    a.shard = shard;
+    a.epoch = epoch;
+    a.entity_id = id;
+    a.message = std::make_unique<troupe::detail::envelope<note>>(note{id, n});
+    handler(std::move(a));
+  }
+
+  // -- flushes (with `flushes` set) ---------------------------------------------------------
+  struct flush_sent {
+    std::string node;
+    troupe::sharding::shard_epoch epoch = 0;
+    shard_id shard = 0;
+    std::uint64_t token = 0;
+    bool own = false;  // the region's own marker (no reply_to)
+  };
+  bool flushes = false;
+  bool send_flush(const troupe::sharding::placed_remote& home, shard_id shard, std::uint64_t token,
+                  const troupe::untyped_ref& reply_to) override {
+    if (!flushes) return false;
+    std::lock_guard lock(mutex_);
+    flushes_.push_back({home.node, home.epoch, shard, token, !reply_to});
+    return true;
+  }
+  void answer_flush(const troupe::untyped_ref&, shard_id shard, std::uint64_t token) override {
+    std::lock_guard lock(mutex_);
+    answers_.push_back({shard, token});
+  }
+  /// Hands the region a flush marker another node sent for `shard` at `epoch`, or (with
+  /// `flushed`) the end of its own flush `token`.
+  void arrive_flush(shard_id shard, troupe::sharding::shard_epoch epoch, std::uint64_t token,
+                    troupe::untyped_ref reply_to, bool flushed = false) {
+    arrival_handler handler;
+    {
+      std::lock_guard lock(mutex_);
+      handler = arrivals_;
+    }
+    ASSERT_TRUE(handler);
+    troupe::sharding::remote_arrival a;
+    a.shard = shard;
+    a.epoch = epoch;
+    a.flush_token = token;
+    a.reply_to = std::move(reply_to);
+    a.flushed = flushed;
+    handler(std::move(a));
+  }
+  std::vector<flush_sent> flushes_sent() {
+    std::lock_guard lock(mutex_);
+    return flushes_;
+  }
+  std::vector<std::pair<shard_id, std::uint64_t>> answers() {
+    std::lock_guard lock(mutex_);
+    return answers_;
   }
   std::vector<sent> sent_out() {
     std::lock_guard lock(mutex_);
@@ -135,6 +189,8 @@ class manual_placement final : public placement {
   home_listener listener_;
   arrival_handler arrivals_;
   std::vector<sent> sent_;
+  std::vector<flush_sent> flushes_;
+  std::vector<std::pair<shard_id, std::uint64_t>> answers_;
 };
 
 enum class mode { direct_route, max_entities, custom_shard };
@@ -343,6 +399,106 @@ TEST_P(PlacementRouting, WhatAnotherNodeSendsIsDeliveredOnlyWhereThePlacementSay
   EXPECT_EQ(d.code, make_error_code(troupe::errc::invalid_entity_id));
   EXPECT_NE(d.reason.find("num-shards"), std::string::npos) << d.reason;
   f.out.expect_no_message(1ms);
+}
+
+TEST_P(PlacementRouting, AMovedShardsMessagesWaitUntilTheOldHomeAnswersAFlushSentBehindThem) {
+  fixture f(GetParam());
+  f.homes->remote = true;
+  f.homes->flushes = true;
+  f.homes->place(f.shard, troupe::sharding::placed_remote{"node-b", 3});
+  f.system.run_until_idle();
+  for (int i = 0; i < 3; ++i) f.region.tell(note{"a", i});
+  f.system.run_until_idle();
+  ASSERT_EQ(f.homes->sent_out().size(), 3U);
+  EXPECT_TRUE(f.homes->flushes_sent().empty()) << "no move, no flush";
+
+  // The shard moves to node-c: a marker goes to node-b, and nothing to node-c until it is back.
+  f.homes->place(f.shard, troupe::sharding::placed_remote{"node-c", 5});
+  f.system.run_until_idle();
+  for (int i = 3; i < 5; ++i) f.region.tell(note{"a", i});
+  f.system.run_until_idle();
+  auto flushes = f.homes->flushes_sent();
+  ASSERT_EQ(flushes.size(), 1U);
+  EXPECT_EQ(flushes[0].node, "node-b");
+  EXPECT_EQ(flushes[0].epoch, 3);
+  EXPECT_EQ(flushes[0].shard, f.shard);
+  EXPECT_TRUE(flushes[0].own);
+  EXPECT_EQ(f.homes->sent_out().size(), 3U);
+  f.homes->arrive_flush(f.shard, 0, flushes[0].token + 1, {}, true);  // not its token
+  f.system.run_until_idle();
+  EXPECT_EQ(f.homes->sent_out().size(), 3U);
+  f.homes->arrive_flush(f.shard, 0, flushes[0].token, {}, true);
+  f.system.run_until_idle();
+  auto sent = f.homes->sent_out();
+  ASSERT_EQ(sent.size(), 5U);
+  for (int i = 3; i < 5; ++i) {
+    EXPECT_EQ(sent[i].n, i);
+    EXPECT_EQ(sent[i].node, "node-c");
+  }
+
+  // It moves here: a marker to node-c, and the shard starts only when it comes back. Here it
+  // comes back as the region's own marker, passed on by node-c: that ends the flush too.
+  f.homes->place(f.shard, troupe::sharding::placed_here{7});
+  f.system.run_until_idle();
+  f.region.tell(note{"a", 5});
+  f.system.run_until_idle();
+  f.out.expect_no_message(1ms);
+  flushes = f.homes->flushes_sent();
+  ASSERT_EQ(flushes.size(), 2U);
+  EXPECT_EQ(flushes[1].node, "node-c");
+  f.homes->arrive(f.shard, 5, "a", 4);  // what node-c passed back before the marker
+  f.homes->arrive_flush(f.shard, 5, flushes[1].token, f.out.ref());
+  f.system.run_until_idle();
+  EXPECT_EQ(f.out.expect_message(), 4);
+  EXPECT_EQ(f.out.expect_message(), 5);
+  EXPECT_TRUE(f.homes->answers().empty()) << "its own marker is not answered";
+  EXPECT_EQ(cluster_sharding::get(f.system).state("noter").buffered, 0U);
+}
+
+TEST_P(PlacementRouting,
+       AnotherNodesFlushMarkerIsAnsweredWhereItsMessagesAreDeliveredOrFollowsThem) {
+  fixture f(GetParam());
+  f.homes->remote = true;
+  f.homes->flushes = true;
+  f.system.run_until_idle();  // the region starts and takes arrivals
+  // No home here yet: the marker waits behind the message before it.
+  f.homes->arrive(f.shard, 5, "a", 0);
+  f.homes->arrive_flush(f.shard, 5, 41, f.out.ref());
+  f.system.run_until_idle();
+  EXPECT_TRUE(f.homes->answers().empty());
+  // The shard is placed here: the message is delivered, then the marker answered.
+  f.homes->place(f.shard, troupe::sharding::placed_here{5});
+  f.system.run_until_idle();
+  EXPECT_EQ(f.out.expect_message(), 0);
+  ASSERT_EQ(f.homes->answers().size(), 1U);
+  EXPECT_EQ(f.homes->answers()[0], std::make_pair(f.shard, std::uint64_t{41}));
+  // The shard runs here: answered at once.
+  f.homes->arrive_flush(f.shard, 5, 42, f.out.ref());
+  f.system.run_until_idle();
+  EXPECT_EQ(f.homes->answers().size(), 2U);
+
+  // On a node whose view has the shard at a newer home elsewhere, the message goes on there and
+  // the marker after it, to be answered there.
+  fixture g(GetParam());
+  g.homes->remote = true;
+  g.homes->flushes = true;
+  g.system.run_until_idle();
+  g.homes->arrive(g.shard, 5, "a", 0);
+  g.homes->arrive_flush(g.shard, 5, 43, g.out.ref());
+  g.system.run_until_idle();
+  g.homes->place(g.shard, troupe::sharding::placed_remote{"node-c", 6});
+  g.system.run_until_idle();
+  ASSERT_EQ(g.homes->sent_out().size(), 1U);
+  const auto passed = g.homes->flushes_sent();
+  ASSERT_EQ(passed.size(), 1U);
+  EXPECT_EQ(passed[0].node, "node-c");
+  EXPECT_EQ(passed[0].token, 43U);
+  EXPECT_FALSE(passed[0].own) << "it keeps the first sender as the one to answer";
+  g.homes->arrive_flush(g.shard, 5, 44, g.out.ref());  // now straight on
+  g.system.run_until_idle();
+  EXPECT_EQ(g.homes->flushes_sent().size(), 2U);
+  EXPECT_TRUE(g.homes->answers().empty());
+  g.out.expect_no_message(1ms);
 }
 
 TEST(PlacementRouting, WhatWaitedInTheRegionGoesFirstWhenTheShardStartsBeforeTheNewsOfItsHome) {

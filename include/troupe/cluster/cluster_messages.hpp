@@ -39,9 +39,14 @@ struct sharded_delivery {
   std::string manifest;
   std::uint32_t version = 0;
   std::vector<std::byte> payload;
+  /// Non-zero: no message but a flush marker of the sending region with this token, behind its
+  /// earlier messages for the shard (docs/cluster.md, "Order"); its sender gets it back with
+  /// `flushed` set once they are delivered.
+  std::uint64_t flush = 0;
+  bool flushed = false;
 };
 BOOST_DESCRIBE_STRUCT(sharded_delivery, (),
-                      (type, shard, epoch, entity_id, manifest, version, payload))
+                      (type, shard, epoch, entity_id, manifest, version, payload, flush, flushed))
 
 /// Registers the cluster's own messages (manifests `troupe.cluster.*`).
 inline void add_cluster_messages(message_registry& registry) {

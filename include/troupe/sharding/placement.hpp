@@ -59,7 +59,14 @@ struct remote_arrival {
   shard_epoch epoch = 0;
   std::string entity_id;
   /// The decoded message (an envelope of the type's message type), with the remote sender.
+  /// Null for a flush marker.
   std::unique_ptr<troupe::detail::envelope_base> message;
+  /// Non-zero: not a message but a flush marker with this token (placement::send_flush), sent at
+  /// `epoch`, to be answered to `reply_to` once everything sent before it is delivered; or,
+  /// with `flushed`, the end of this node's own flush with this token.
+  std::uint64_t flush_token = 0;
+  untyped_ref reply_to;
+  bool flushed = false;
 };
 
 /// Answers "where does this shard live" for one sharded type.
@@ -114,6 +121,24 @@ class placement {
   }
   /// Sets the one handler of arrivals (an empty function removes it).
   virtual void set_arrival_handler(arrival_handler handler) { (void)handler; }
+
+  // -- keeping each sender's order when a shard moves (docs/cluster.md, "Order") --------------
+  /// Sends a flush marker for `shard` to the region at `home`, on the path of the messages sent
+  /// there before it. Each region it passes handles it in order with them: where they are
+  /// delivered, it is answered to `reply_to`; where they go on, it goes on behind them. Empty
+  /// `reply_to`: the marker is this node's own, and its end comes back as a `flushed` arrival:
+  /// when answered, when `home`'s node is no member any more (what it held is lost with it), or
+  /// after the placement's flush timeout. False when this placement does not flush (the
+  /// default: the region then sends on at once). Throws like send_remote.
+  virtual bool send_flush(const placed_remote& home, shard_id shard, std::uint64_t token,
+                          const untyped_ref& reply_to) {
+    (void)home, (void)shard, (void)token, (void)reply_to;
+    return false;
+  }
+  /// Answers a flush marker: everything sent before it has been handed to the shard here.
+  virtual void answer_flush(const untyped_ref& reply_to, shard_id shard, std::uint64_t token) {
+    (void)reply_to, (void)shard, (void)token;
+  }
 
  protected:
   /// The node fenced itself: see fenced().

@@ -115,8 +115,12 @@ shard_home cluster_placement::home_locked(shard_id shard) const {
                         f->second.state == fence_state::raised;
     return fenced ? shard_home{placed_here{a.mod_revision}} : shard_home{no_home_yet{}};
   }
-  // An owner whose member key is gone hosts nothing: the coordinator reallocates its shards.
-  if (members_.contains(a.owner)) return placed_remote{a.owner.node, a.mod_revision};
+  // An owner whose member key is gone hosts nothing: the coordinator reallocates its shards. One
+  // that leaves drains them: what comes meanwhile waits here for the next owner (and a region
+  // that sent it some flushes them now, while it is still a member).
+  if (members_.contains(a.owner) && !leaving_.contains(a.owner)) {
+    return placed_remote{a.owner.node, a.mod_revision};
+  }
   return no_home_yet{};
 }
 
@@ -165,10 +169,67 @@ void cluster_placement::set_arrival_handler(arrival_handler handler) {
   }
 }
 
+bool cluster_placement::send_flush(const placed_remote& home, shard_id shard, std::uint64_t token,
+                                   const untyped_ref& reply_to) {
+  if (!options_.send_flush) return false;
+  const std::optional<std::string> address = address_of(home.node);
+  if (!address) {
+    throw cluster_error(errc::node_unreachable, "node " + home.node + " is not a member any more");
+  }
+  if (!reply_to) {
+    std::lock_guard lock(mutex_);
+    own_flushes_[token] = {home.node, shard, clock_->now() + options_.flush_timeout};
+  }
+  try {
+    options_.send_flush(*address, shard, home.epoch, token, reply_to);
+  } catch (...) {
+    if (!reply_to) {
+      std::lock_guard lock(mutex_);
+      own_flushes_.erase(token);
+    }
+    throw;
+  }
+  return true;
+}
+
+void cluster_placement::answer_flush(const untyped_ref& reply_to, shard_id shard,
+                                     std::uint64_t token) {
+  if (reply_to && options_.answer_flush) options_.answer_flush(reply_to, shard, token);
+}
+
+void cluster_placement::flushed(shard_id shard, std::uint64_t token) {
+  std::lock_guard lock(mutex_);
+  end_flushes_locked(
+      [&](std::uint64_t t, const own_flush& f) { return t == token && f.shard == shard; });
+}
+
+template <class Pred>
+void cluster_placement::end_flushes_locked(Pred done) {
+  for (auto it = own_flushes_.begin(); it != own_flushes_.end();) {
+    if (!done(it->first, it->second)) {
+      ++it;
+      continue;
+    }
+    sharding::remote_arrival a;
+    a.shard = it->second.shard;
+    a.flush_token = it->first;
+    a.flushed = true;
+    it = own_flushes_.erase(it);
+    // Like arrive(): in order, behind what arrived before the region started.
+    if (arrivals_) {
+      arrivals_(std::move(a));
+    } else {
+      early_arrivals_.push_back(std::move(a));
+    }
+  }
+}
+
 bool cluster_placement::arrive(sharding::remote_arrival arrival) {
   // The endpoint is one actor: arrivals come one at a time, in order, and the lock keeps them
   // behind the early ones.
   std::lock_guard lock(mutex_);
+  // This node's own flush marker, passed back here: the region ends that flush itself.
+  if (arrival.flush_token != 0) own_flushes_.erase(arrival.flush_token);
   if (!arrivals_) {
     // A region about to start: its arrivals wait for it, bounded (the region starts right after
     // its placement, so few arrive meanwhile).
@@ -275,9 +336,11 @@ void cluster_placement::read() {
     {
       std::lock_guard lock(self.mutex_);
       self.members_.clear();
+      self.leaving_.clear();
       for (const auto& kv : r.ranges[0]) {
         if (auto m = decode_member(self.options_.cluster, kv.key, kv.value)) {
           self.members_[m->info.id] = m->address;
+          if (m->info.leaving) self.leaving_.insert(m->info.id);
         }
       }
       self.index_addresses();
@@ -327,10 +390,12 @@ void cluster_placement::on_batch(const watch_batch& batch) {
         if (put) {
           if (auto m = decode_member(cluster, kv.key, kv.value)) {
             members_[m->info.id] = m->address;
+            if (m->info.leaving) leaving_.insert(m->info.id);
             members_changed = true;
           }
         } else if (auto id = member_id_of(cluster, kv.key)) {
           members_changed |= members_.erase(*id) > 0;
+          leaving_.erase(*id);
         }
       } else if (kv.key.starts_with(allocs)) {
         if (put) {
@@ -447,6 +512,17 @@ void cluster_placement::tick() {
       auto self = weak.lock();
       if (!self || self->stopped() || self->tick_timer_ == 0) return;
       self->tick();
+      {
+        std::lock_guard lock(self->mutex_);
+        const time_point now = self->clock_->now();
+        self->end_flushes_locked([&](std::uint64_t token, const own_flush& f) {
+          if (now < f.give_up) return false;
+          troupe::logger()->warn(
+              "placement {}: no answer from node {} to flush {} of shard {}; sending on",
+              self->options_.type, f.node, token, f.shard);
+          return true;
+        });
+      }
       // Homeless shards the region waits for: ask again, raise failed fences again.
       std::vector<shard_id> homeless;
       {

@@ -69,6 +69,16 @@ using remote_delivery =
     std::function<void(const std::string& address, sharding::shard_id, sharding::shard_epoch,
                        const std::string& entity_id, const void* message, const untyped_ref&)>;
 
+/// Sends a flush marker (placement::send_flush) for a shard to the node listening at `address`,
+/// on the path of the messages sent there; `reply_to` gets the answer (empty: this node's
+/// delivery endpoint). Throws when it cannot; must not block.
+using flush_delivery =
+    std::function<void(const std::string& address, sharding::shard_id, sharding::shard_epoch,
+                       std::uint64_t token, const untyped_ref& reply_to)>;
+/// Answers a flush marker to `reply_to` (a node's delivery endpoint). Must not block.
+using flush_answer =
+    std::function<void(const untyped_ref& reply_to, sharding::shard_id, std::uint64_t token)>;
+
 struct cluster_placement_options {
   /// The cluster name (P = /troupe/<cluster>).
   std::string cluster;
@@ -82,6 +92,12 @@ struct cluster_placement_options {
   duration retry = std::chrono::milliseconds(500);
   /// Carries messages to remote homes; empty: they wait in the region.
   remote_delivery send;
+  /// Carry flush markers and their answers (with `send`).
+  flush_delivery send_flush;
+  flush_answer answer_flush;
+  /// How long this node's flush may wait for its answer before the region sends on anyway (a
+  /// marker lost with a node that is still a member: only a node that is itself stuck).
+  duration flush_timeout = std::chrono::seconds(5);
 };
 
 /// One sharded type's placement on one cluster node.
@@ -108,6 +124,12 @@ class cluster_placement final : public sharding::placement,
                    const std::string& entity_id, const void* message,
                    const untyped_ref& sender) override;
   void set_arrival_handler(arrival_handler handler) override;
+  bool send_flush(const sharding::placed_remote& home, sharding::shard_id shard,
+                  std::uint64_t token, const untyped_ref& reply_to) override;
+  void answer_flush(const untyped_ref& reply_to, sharding::shard_id shard,
+                    std::uint64_t token) override;
+  /// The answer to this node's flush `token` came (through the delivery endpoint).
+  void flushed(sharding::shard_id shard, std::uint64_t token);
   /// Hands the region a message another node sent here; false when no region listens (any
   /// more, or already more than a few before the region started: those wait for it).
   bool arrive(sharding::remote_arrival arrival);
@@ -146,9 +168,19 @@ class cluster_placement final : public sharding::placement,
     fence_state state = fence_state::raising;
   };
 
+  /// A flush this node's region waits for.
+  struct own_flush {
+    std::string node;
+    sharding::shard_id shard = 0;
+    time_point give_up;
+  };
+
   // Guarded by mutex_.
   [[nodiscard]] sharding::shard_home home_locked(sharding::shard_id shard) const;
   void index_addresses();
+  /// Ends the flushes `done` picks: the region hears `flushed` for each.
+  template <class Pred>
+  void end_flushes_locked(Pred done);
 
   // Each step below runs on strand_.
   void register_region();
@@ -177,6 +209,7 @@ class cluster_placement final : public sharding::placement,
   bool hosting_ = true;
   bool read_ = false;
   std::map<sharding::coordination::member_id, std::string> members_;  // id -> address
+  std::set<sharding::coordination::member_id> leaving_;               // members leaving
   /// node -> address of its first incarnation in members_: send_remote's lookup per message.
   std::unordered_map<std::string, std::string> addresses_;
   std::map<sharding::shard_id, sharding::coordination::allocation> allocations_;
@@ -188,6 +221,7 @@ class cluster_placement final : public sharding::placement,
   bool had_arrivals_handler_ = false;
   /// What arrived before the region started (the type's region key goes out first).
   std::vector<sharding::remote_arrival> early_arrivals_;
+  std::map<std::uint64_t, own_flush> own_flushes_;  // by token
 
   // Strand-only state.
   std::map<sharding::shard_id, time_point> requested_;  // last home request per homeless shard

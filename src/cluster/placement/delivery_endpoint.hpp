@@ -44,10 +44,24 @@ class delivery_endpoint final : public troupe::actor<sharded_delivery> {
   std::shared_ptr<const message_registry> registry_;
 };
 
+/// Refs to other nodes' delivery endpoints, one per address, made on first use. Messages and
+/// flush markers for a node share one ref: they travel one path, in order.
+class endpoint_refs;
+std::shared_ptr<endpoint_refs> make_endpoint_refs(remote_node& remote);
+
 /// The sender a cluster placement of `type` uses: encodes each message with `entry` (the
 /// type's message type) and tells it to the delivery endpoint at the address. Throws
 /// cluster_error (invalid_address, or what encoding throws) when it cannot.
-remote_delivery deliver_over(remote_node& remote, std::shared_ptr<const message_registry> registry,
+remote_delivery deliver_over(std::shared_ptr<endpoint_refs> refs,
+                             std::shared_ptr<const message_registry> registry,
                              const message_registry::entry& entry, std::string type);
+
+/// How a placement of `type` sends flush markers: to the endpoint at the address, answered to
+/// `reply_to`, or to `self_endpoint` (this node's delivery endpoint) for its own.
+flush_delivery flush_over(std::shared_ptr<endpoint_refs> refs, std::string type,
+                          untyped_ref self_endpoint);
+
+/// How a placement of `type` answers a flush marker.
+flush_answer answer_flush_of(std::string type);
 
 }  // namespace troupe::cluster

@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 #include <variant>
@@ -59,10 +60,26 @@ struct arrived {
   M message;
 };
 
+/// A flush marker another node's region sent here behind its messages for a shard
+/// (placement::send_flush): answer `reply_to` where they are delivered, or pass it on behind them.
+struct flush_arrived {
+  shard_id shard = 0;
+  shard_epoch epoch = 0;
+  std::uint64_t token = 0;
+  untyped_ref reply_to;
+};
+
+/// This region's own flush of a shard ended (answered, or its old home is gone).
+struct flush_done {
+  shard_id shard = 0;
+  std::uint64_t token = 0;
+};
+
 template <class M>
-using region_message = std::variant<M, routed<M>, start_shard, route_full<M>, entity_stopped,
-                                    entity_started, passivation_tick, get_region_state, shard_idle,
-                                    shard_query, home_changed, arrived<M>>;
+using region_message =
+    std::variant<M, routed<M>, start_shard, route_full<M>, entity_stopped, entity_started,
+                 passivation_tick, get_region_state, shard_idle, shard_query, home_changed,
+                 arrived<M>, flush_arrived, flush_done>;
 
 /// Everything a region runs with.
 template <class M>
@@ -91,13 +108,16 @@ class region_actor final : public actor<region_message<M>> {
                                      setup_->settings.max_entities}) {}
 
  private:
-  // A message that waits for the next shard actor, in the envelope it came in (not moved).
+  // A message that waits for the next shard actor, in the envelope it came in (not moved); or
+  // (message null) another node's flush marker, which waits in line with the messages.
   struct pending {
     std::string entity_id;
     std::unique_ptr<troupe::detail::envelope_base> envelope;
     M* message;
     // A message from another node goes on only to a home newer than the one it was sent to.
     shard_epoch sent_at_epoch = 0;
+    std::uint64_t flush_token = 0;
+    untyped_ref reply_to;
   };
   struct shard_entry {
     // The route's shard and setup fields are the running shard actor's: only this region
@@ -108,6 +128,15 @@ class region_actor final : public actor<region_message<M>> {
     bool stopped_now = false;    // told to stop at once (the node fenced itself)
     shard_epoch epoch = 0;       // the allocation's epoch the shard actor runs at
     std::deque<pending> buffer;  // arrived while the shard actor stops or has no home
+    // The remote home this region last sent the shard's messages to. When the shard's home is
+    // no longer that one, nothing goes to the new home until a flush marker sent behind them
+    // comes back (`flushing` names it): so a message the old home passes on never arrives
+    // after a newer one.
+    std::optional<placed_remote> sent_to;
+    std::uint64_t flushing = 0;
+    // What this node's senders sent while the flush ran: it goes after what other nodes pass
+    // on meanwhile (which may be this region's own earlier messages, passed back).
+    std::deque<pending> during_flush;
   };
 
   // With an LRU limit the region keeps the order of every entity on the node (a policy touch
@@ -142,6 +171,21 @@ class region_actor final : public actor<region_message<M>> {
   static void pass_arrival(const untyped_ref& region, dead_letter_office& office,
                            const std::string& path, const std::string& type,
                            remote_arrival& a) noexcept {
+    if (a.flush_token != 0) {
+      try {
+        if (a.flushed) {
+          region.tell_any(region_message<M>(std::in_place_type<flush_done>,
+                                            flush_done{a.shard, a.flush_token}));
+        } else {
+          region.tell_any(region_message<M>(
+              std::in_place_type<flush_arrived>,
+              flush_arrived{a.shard, a.epoch, a.flush_token, std::move(a.reply_to)}));
+        }
+      } catch (...) {
+        // Out of memory: the marker's sender gives up on it after its flush timeout.
+      }
+      return;
+    }
     std::unique_ptr<troupe::detail::envelope_base> in = std::move(a.message);
     if (!in) return;
     if (in->type() != typeid(M)) {
@@ -185,12 +229,15 @@ class region_actor final : public actor<region_message<M>> {
     for (auto& [shard, entry] : shards_) {
       if (entry.own_route) close(shard, *entry.own_route);
       // What waited here for a stopping shard goes to dead letters too.
-      for (auto& p : entry.buffer) {
-        dead_letter_in_place(this->context().system().dead_letters(), std::move(p.envelope),
-                             *p.message, this->context().path(), errc::mailbox_full,
-                             "region " + setup_->settings.type_name + " stopped");
+      for (auto* line : {&entry.buffer, &entry.during_flush}) {
+        for (auto& p : *line) {
+          if (p.message == nullptr) continue;  // a flush marker: its sender's timeout ends it
+          dead_letter_in_place(this->context().system().dead_letters(), std::move(p.envelope),
+                               *p.message, this->context().path(), errc::mailbox_full,
+                               "region " + setup_->settings.type_name + " stopped");
+        }
+        line->clear();
       }
-      entry.buffer.clear();
     }
     buffered_ = 0;
   }
@@ -224,6 +271,8 @@ class region_actor final : public actor<region_message<M>> {
             [this](shard_query& q) { on_shard_query(q); },
             [this](home_changed& h) { on_home_changed(h.shard); },
             [this](arrived<M>& a) { contained(a.message, [&] { on_arrival(a); }); },
+            [this](flush_arrived& f) { on_flush_arrived(f); },
+            [this](flush_done& f) { on_flush_done(f); },
         },
         msg);
   }
@@ -320,8 +369,12 @@ class region_actor final : public actor<region_message<M>> {
   /// shard lives, or keeps it waiting. `sent_at_epoch` > 0: another node sent it here at that
   /// epoch, and it goes on only to a newer remote home (epochs only grow, so it never circles).
   void route_to(shard_id shard, std::string& id, M& message, shard_epoch sent_at_epoch) {
+    if (sent_at_epoch > 0 && setup_->homes->fenced()) {
+      reject(message, fenced_reason(), errc::recipient_terminated);
+      return;
+    }
     auto& entry = entry_of(shard);
-    if (!entry.stopping) {
+    if (!entry.stopping && entry.flushing == 0) {
       if (entry.route->shard) {
         // 1 in 16 carries its send time, which the shard's queue-wait figure samples.
         time_point sent_at{};
@@ -330,22 +383,24 @@ class region_actor final : public actor<region_message<M>> {
         return;
       }
       const shard_home home = home_of(shard, entry);
-      if (std::holds_alternative<placed_here>(home)) {
-        // What waited goes first (the placement may answer here before its listener's news).
-        if (!entry.buffer.empty()) {
-          ensure_shard(shard, entry);
-          replay_buffer(shard, entry);
+      if (!flush_if_moved(shard, entry, home)) {
+        if (std::holds_alternative<placed_here>(home)) {
+          // What waited goes first (the placement may answer here before its listener's news).
+          if (!entry.buffer.empty()) {
+            ensure_shard(shard, entry);
+            replay_buffer(shard, entry);
+          }
+          send(shard, entry, std::move(id), message, this->context().sender());
+          return;
         }
-        send(shard, entry, std::move(id), message, this->context().sender());
-        return;
-      }
-      if (const auto* remote = std::get_if<placed_remote>(&home);
-          remote != nullptr && remote->epoch > sent_at_epoch && setup_->homes->routes_remote()) {
-        std::string why;
-        if (!send_remote(*remote, shard, id, message, this->context().sender(), why)) {
-          reject(message, std::move(why), errc::message_copy_failed);
+        if (const auto* remote = std::get_if<placed_remote>(&home);
+            remote != nullptr && remote->epoch > sent_at_epoch && setup_->homes->routes_remote()) {
+          std::string why;
+          if (!send_remote(*remote, shard, entry, id, message, this->context().sender(), why)) {
+            reject(message, std::move(why), errc::message_copy_failed);
+          }
+          return;
         }
-        return;
       }
     }
     if (buffered_ >= setup_->settings.buffer_size) {
@@ -356,21 +411,164 @@ class region_actor final : public actor<region_message<M>> {
       return;
     }
     // The message waits in its own envelope, with its sender: nothing moves.
-    entry.buffer.push_back({std::move(id), nullptr, &message, sent_at_epoch});
-    entry.buffer.back().envelope.reset(this->context().cell().release_current());
+    auto& line = entry.flushing != 0 && sent_at_epoch == 0 ? entry.during_flush : entry.buffer;
+    line.push_back({std::move(id), nullptr, &message, sent_at_epoch, 0, {}});
+    line.back().envelope.reset(this->context().cell().release_current());
     ++buffered_;
   }
 
   /// Sends `message` to the shard's remote home; false (with the reason) when it cannot go.
-  bool send_remote(const placed_remote& home, shard_id shard, const std::string& id,
-                   const M& message, const untyped_ref& sender, std::string& why) {
+  bool send_remote(const placed_remote& home, shard_id shard, shard_entry& entry,
+                   const std::string& id, const M& message, const untyped_ref& sender,
+                   std::string& why) {
     try {
       setup_->homes->send_remote(home, shard, id, &message, sender);
+      entry.sent_to = home;
       return true;
     } catch (...) {
       why = "cannot send to node " + home.node + ": " + describe_current_exception();
       return false;
     }
+  }
+
+  /// Whether the shard's messages must wait for a flush: this region sent some to a remote home
+  /// that is not the shard's home any more. Starts the flush (a marker behind them, to that
+  /// home) unless one runs already. An old home that is no member any more needs none: what it
+  /// still held is lost with it.
+  bool flush_if_moved(shard_id shard, shard_entry& entry, const shard_home& home) {
+    if (entry.flushing != 0) return true;
+    if (!entry.sent_to) return false;
+    if (const auto* remote = std::get_if<placed_remote>(&home);
+        remote != nullptr && *remote == *entry.sent_to) {
+      return false;
+    }
+    const std::uint64_t token = ++flush_tokens_;
+    bool sent = false;
+    try {
+      sent = setup_->homes->send_flush(*entry.sent_to, shard, token, untyped_ref{});
+    } catch (...) {
+      sent = false;
+    }
+    if (!sent) {
+      entry.sent_to.reset();
+      return false;
+    }
+    entry.flushing = token;
+    return true;
+  }
+
+  /// This region's flush of a shard ended: what waited for it goes where the shard lives now.
+  void on_flush_done(const flush_done& f) {
+    auto it = shards_.find(f.shard);
+    if (it == shards_.end() || it->second.flushing != f.token) return;
+    end_flush(f.shard, it->second);
+  }
+
+  /// What this node's senders sent during the flush (held in the route, or waiting in the region)
+  /// goes after what other nodes passed on meanwhile, then everything where the shard lives.
+  void end_flush(shard_id shard, shard_entry& entry) {
+    entry.flushing = 0;
+    entry.sent_to.reset();
+    troupe::detail::mpsc_node* held = nullptr;
+    {
+      std::lock_guard lock(entry.route->lock);
+      held = entry.route->take_held_locked();
+    }
+    shard_route<M>::for_each(held, [&](troupe::detail::envelope_base* e) {
+      std::unique_ptr<troupe::detail::envelope_base> owned(e);
+      std::string id;
+      M* message = nullptr;
+      try {
+        message = message_of(*owned, id);
+        entry.buffer.push_back({std::move(id), std::move(owned), message, 0, 0, {}});
+        ++buffered_;
+      } catch (...) {
+        dead_letter_from(
+            this->context(), owned.release(),
+            message != nullptr ? errc::message_copy_failed : errc::invalid_entity_id,
+            "region " + setup_->settings.type_name + ": " + describe_current_exception());
+      }
+    });
+    for (auto& p : entry.during_flush) entry.buffer.push_back(std::move(p));
+    entry.during_flush.clear();
+    settle(shard, entry);
+  }
+
+  /// Another node's flush marker: it follows that node's earlier messages for the shard, which
+  /// went into the running shard here, or went on to a newer home, or wait here. So it is
+  /// answered now, goes on behind them, or waits behind them.
+  void on_flush_arrived(flush_arrived& f) {
+    auto& entry = entry_of(f.shard);
+    if (entry.flushing == f.token) {
+      // Its own marker, passed back here by the old home (the shard moved here, or on through
+      // here): what the old home held came before it and waits in the buffer, in order.
+      end_flush(f.shard, entry);
+      return;
+    }
+    if (setup_->homes->fenced()) {  // it passes on nothing that came before the marker
+      setup_->homes->answer_flush(f.reply_to, f.shard, f.token);
+      return;
+    }
+    if (!entry.stopping && entry.flushing == 0 && entry.buffer.empty()) {
+      if (entry.route->shard) {
+        setup_->homes->answer_flush(f.reply_to, f.shard, f.token);
+        return;
+      }
+      const shard_home home = home_of(f.shard, entry);
+      if (!flush_if_moved(f.shard, entry, home)) {
+        if (std::holds_alternative<placed_here>(home)) {
+          setup_->homes->answer_flush(f.reply_to, f.shard, f.token);
+          return;
+        }
+        if (const auto* remote = std::get_if<placed_remote>(&home);
+            remote != nullptr && remote->epoch > f.epoch && setup_->homes->routes_remote()) {
+          pass_flush(*remote, f.shard, f.token, f.reply_to);
+          return;
+        }
+      }
+    }
+    entry.buffer.push_back({std::string(), nullptr, nullptr, f.epoch, f.token, f.reply_to});
+    ++buffered_;
+  }
+
+  /// Passes another node's flush marker on to `home`, behind the messages sent there. When it
+  /// cannot go, its sender ends the flush by its timeout.
+  void pass_flush(const placed_remote& home, shard_id shard, std::uint64_t token,
+                  const untyped_ref& reply_to) {
+    try {
+      (void)setup_->homes->send_flush(home, shard, token, reply_to);
+    } catch (...) {
+      // Its node is no member any more, or the marker cannot be encoded: the flush's sender
+      // ends it by its timeout or when that node's key is gone.
+    }
+  }
+
+  /// On a node that fenced itself, what other nodes sent here and still waits goes to dead
+  /// letters, and their flush markers are answered: it may have missed moves, and what it passed
+  /// on late could overtake newer messages (docs/cluster.md, "Order across a move").
+  void drop_arrivals_if_fenced(shard_id shard, shard_entry& entry) {
+    if (!setup_->homes->fenced()) return;
+    std::deque<pending> keep;
+    for (auto& p : entry.buffer) {
+      if (p.sent_at_epoch == 0) {
+        keep.push_back(std::move(p));
+        continue;
+      }
+      --buffered_;
+      if (p.message == nullptr) {
+        setup_->homes->answer_flush(p.reply_to, shard, p.flush_token);
+        continue;
+      }
+      dead_letter_in_place(this->context().system().dead_letters(), std::move(p.envelope),
+                           *p.message, this->context().path(), errc::recipient_terminated,
+                           fenced_reason());
+    }
+    entry.buffer.swap(keep);
+  }
+
+  [[nodiscard]] std::string fenced_reason() const {
+    return "region " + setup_->settings.type_name +
+           ": this node fenced itself and passes on nothing other nodes sent it";
   }
 
   /// A route holds messages for a shard with no actor: start one where the shard lives, or
@@ -412,8 +610,10 @@ class region_actor final : public actor<region_message<M>> {
   /// then the region's buffer, as after a stop) where the shard lives now: to a new actor here,
   /// or to its remote home. With no home yet it keeps waiting.
   void settle(shard_id shard, shard_entry& entry) {
-    if (entry.stopping || entry.route->shard) return;
+    drop_arrivals_if_fenced(shard, entry);
+    if (entry.stopping || entry.route->shard || entry.flushing != 0) return;
     const shard_home home = home_of(shard, entry);
+    if (flush_if_moved(shard, entry, home)) return;
     if (std::holds_alternative<placed_here>(home)) {
       if (waiting(entry)) {
         ensure_shard(shard, entry);
@@ -451,7 +651,7 @@ class region_actor final : public actor<region_message<M>> {
         message = message_of(*owned, id);
         if (id.empty()) {
           why = "empty entity id";
-        } else if (send_remote(home, shard, id, *message, untyped_ref(owned->sender), why)) {
+        } else if (send_remote(home, shard, entry, id, *message, untyped_ref(owned->sender), why)) {
           return;
         }
       } catch (...) {
@@ -468,8 +668,13 @@ class region_actor final : public actor<region_message<M>> {
     std::deque<pending> buffer = std::move(entry.buffer);
     buffered_ -= buffer.size();
     for (auto& p : buffer) {
+      if (p.message == nullptr) {
+        pass_flush(home, shard, p.flush_token, p.reply_to);
+        continue;
+      }
       std::string why;
-      if (send_remote(home, shard, p.entity_id, *p.message, untyped_ref(p.envelope->sender), why)) {
+      if (send_remote(home, shard, entry, p.entity_id, *p.message, untyped_ref(p.envelope->sender),
+                      why)) {
         continue;
       }
       dead_letter_in_place(this->context().system().dead_letters(), std::move(p.envelope),
@@ -604,6 +809,10 @@ class region_actor final : public actor<region_message<M>> {
     std::deque<pending> buffer = std::move(entry.buffer);
     buffered_ -= buffer.size();
     for (auto& p : buffer) {
+      if (p.message == nullptr) {  // what came before it is in the shard's mailbox now
+        setup_->homes->answer_flush(p.reply_to, shard, p.flush_token);
+        continue;
+      }
       try {
         send(shard, entry, std::move(p.entity_id), *p.message, untyped_ref(p.envelope->sender));
       } catch (...) {
@@ -730,6 +939,10 @@ class region_actor final : public actor<region_message<M>> {
   idle_and_lru_policy policy_;
   std::map<shard_id, shard_entry> shards_;  // ordered: introspection lists shards by id
   std::size_t buffered_ = 0;
+  // The last flush token this region used; random to start with, so that tokens of different
+  // regions do not meet (a region knows its own marker when it comes back by its token).
+  std::uint64_t flush_tokens_ =
+      (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   std::uint32_t sampled_ = 0;
 };
 
