@@ -90,10 +90,28 @@ struct activity {
     enum kind { start, handle, stop, fence } what;
     std::string label;  // "<node>#<incarnation number>"
     std::string id;
+    std::string detail;  // what was handled: "add <sender>:<n>" or "list"
   };
-  void record(entry::kind what, const std::string& label, const std::string& id = {}) {
+  void record(entry::kind what, const std::string& label, const std::string& id = {},
+              std::string detail = {}) {
     std::lock_guard lock(mutex);
-    entries.push_back({what, label, id});
+    entries.push_back({what, label, id, std::move(detail)});
+  }
+  /// The last `count` entries about `id` (and every fence), one line each: a failure's context.
+  std::string history(const std::string& id, std::size_t count = 80) {
+    static constexpr const char* kinds[] = {"start", "handle", "stop", "fence"};
+    std::lock_guard lock(mutex);
+    std::vector<std::string> lines;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const auto& e = entries[i];
+      if (e.id != id && e.what != entry::fence) continue;
+      lines.push_back("    " + std::to_string(i) + " " + kinds[e.what] + " " + e.label + " " +
+                      e.detail + "\n");
+    }
+    std::string out;
+    for (auto i = lines.size() > count ? lines.size() - count : 0; i < lines.size(); ++i)
+      out += lines[i];
+    return out;
   }
   std::mutex mutex;
   std::vector<entry> entries;
@@ -112,9 +130,11 @@ class tally final : public tp::persistent_entity<tally_command, added, tallied> 
     log_->record(activity::entry::stop, label_, context().entity()->entity_id);
   }
   effect_type on_command(const tallied& state, tally_command& cmd) override {
-    log_->record(activity::entry::handle, label_, context().entity()->entity_id);
+    const auto* a = std::get_if<add>(&cmd);
+    log_->record(activity::entry::handle, label_, context().entity()->entity_id,
+                 a ? "add " + std::to_string(a->sender) + ":" + std::to_string(a->n) : "list");
     auto answer = [label = label_](const tallied& now) { return tally_reply{label, now}; };
-    if (const auto* a = std::get_if<add>(&cmd)) {
+    if (a != nullptr) {
       return persist(added{a->sender, a->n}).then_reply(answer);
     }
     return reply(answer(state));
@@ -543,6 +563,12 @@ class schedule {
     }
     std::string out;
     for (std::size_t i = 0; i < found.size() && i < 10; ++i) out += "\n    " + found[i];
+    if (!found.empty()) {
+      // Every finding starts with the id it is about.
+      const auto& first = found.front();
+      const auto id = first.substr(0, first.find_first_of(": "));
+      out += "\n  the history of " + id + " (and the fences):\n" + w_.log->history(id);
+    }
     return out;
   }
 

@@ -83,18 +83,12 @@ class manual_placement final : public placement {
   }
   /// Hands the region a note another node sent for `shard` at `epoch`.
   void arrive(shard_id shard, troupe::sharding::shard_epoch epoch, const std::string& id, int n) {
-    arrival_handler handler;
-    {
-      std::lock_guard lock(mutex_);
-      handler = arrivals_;
-    }
-    ASSERT_TRUE(handler);
     troupe::sharding::remote_arrival a;
     a.shard = shard;
     a.epoch = epoch;
     a.entity_id = id;
     a.message = std::make_unique<troupe::detail::envelope<note>>(note{id, n});
-    handler(std::move(a));
+    hand(std::move(a));
   }
 
   // -- flushes (with `flushes` set) ---------------------------------------------------------
@@ -121,19 +115,13 @@ class manual_placement final : public placement {
   /// `flushed`) the end of its own flush `token`.
   void arrive_flush(shard_id shard, troupe::sharding::shard_epoch epoch, std::uint64_t token,
                     troupe::untyped_ref reply_to, bool flushed = false) {
-    arrival_handler handler;
-    {
-      std::lock_guard lock(mutex_);
-      handler = arrivals_;
-    }
-    ASSERT_TRUE(handler);
     troupe::sharding::remote_arrival a;
     a.shard = shard;
     a.epoch = epoch;
     a.flush_token = token;
     a.reply_to = std::move(reply_to);
     a.flushed = flushed;
-    handler(std::move(a));
+    hand(std::move(a));
   }
   std::vector<flush_sent> flushes_sent() {
     std::lock_guard lock(mutex_);
@@ -183,6 +171,17 @@ class manual_placement final : public placement {
   }
 
  private:
+  /// Hands the region what the delivery endpoint would, on the test's thread.
+  void hand(troupe::sharding::remote_arrival a) {
+    arrival_handler handler;
+    {
+      std::lock_guard lock(mutex_);
+      handler = arrivals_;
+    }
+    ASSERT_TRUE(handler);
+    handler(std::move(a));
+  }
+
   std::mutex mutex_;
   std::map<shard_id, shard_home> homes_;
   std::vector<shard_id> asked_;
@@ -453,6 +452,49 @@ TEST_P(PlacementRouting, AMovedShardsMessagesWaitUntilTheOldHomeAnswersAFlushSen
   EXPECT_EQ(f.out.expect_message(), 5);
   EXPECT_TRUE(f.homes->answers().empty()) << "its own marker is not answered";
   EXPECT_EQ(cluster_sharding::get(f.system).state("noter").buffered, 0U);
+}
+
+// The old home answers the flush while the shard has no new home yet (it was leaving): what
+// waited for the flush waits on, and what senders send meanwhile goes after it, to a remote home
+// or to a shard that starts here. Found by cluster_faults_test under load ("add 11 applied after
+// its add 12"), where the newer messages went first.
+TEST_P(PlacementRouting, AFlushAnsweredBeforeTheShardHasAHomeKeepsEachSendersOrder) {
+  for (const bool here : {false, true}) {
+    fixture f(GetParam());
+    f.homes->remote = true;
+    f.homes->flushes = true;
+    f.homes->place(f.shard, troupe::sharding::placed_remote{"node-b", 3});
+    f.system.run_until_idle();
+    for (int i = 0; i < 2; ++i) f.region.tell(note{"a", i});
+    f.system.run_until_idle();
+    ASSERT_EQ(f.homes->sent_out().size(), 2U);
+    f.homes->place(f.shard, troupe::sharding::no_home_yet{});  // node-b leaves
+    f.system.run_until_idle();
+    for (int i = 2; i < 4; ++i) f.region.tell(note{"a", i});
+    f.system.run_until_idle();
+    const auto flushes = f.homes->flushes_sent();
+    ASSERT_EQ(flushes.size(), 1U);
+    f.homes->arrive_flush(f.shard, 0, flushes[0].token, {}, true);
+    f.system.run_until_idle();
+    for (int i = 4; i < 6; ++i) f.region.tell(note{"a", i});
+    f.system.run_until_idle();
+    EXPECT_EQ(f.homes->sent_out().size(), 2U) << "no home yet";
+    if (here) {
+      f.homes->place(f.shard, troupe::sharding::placed_here{5});
+      f.system.run_until_idle();
+      for (int i = 2; i < 6; ++i) EXPECT_EQ(f.out.expect_message(), i);
+    } else {
+      f.homes->place(f.shard, troupe::sharding::placed_remote{"node-c", 5});
+      f.system.run_until_idle();
+      const auto sent = f.homes->sent_out();
+      ASSERT_EQ(sent.size(), 6U);
+      for (int i = 2; i < 6; ++i) {
+        EXPECT_EQ(sent[i].n, i);
+        EXPECT_EQ(sent[i].node, "node-c");
+      }
+    }
+    EXPECT_EQ(cluster_sharding::get(f.system).state("noter").buffered, 0U);
+  }
 }
 
 TEST_P(PlacementRouting,

@@ -118,7 +118,7 @@ shard_home cluster_placement::home_locked(shard_id shard) const {
   // An owner whose member key is gone hosts nothing: the coordinator reallocates its shards. One
   // that leaves drains them: what comes meanwhile waits here for the next owner (and a region
   // that sent it some flushes them now, while it is still a member).
-  if (members_.contains(a.owner) && !leaving_.contains(a.owner)) {
+  if (auto m = members_.find(a.owner); m != members_.end() && !m->second.leaving) {
     return placed_remote{a.owner.node, a.mod_revision};
   }
   return no_home_yet{};
@@ -249,7 +249,9 @@ bool cluster_placement::ready() const {
 
 std::vector<std::pair<coord::member_id, std::string>> cluster_placement::members() const {
   std::lock_guard lock(mutex_);
-  return {members_.begin(), members_.end()};
+  std::vector<std::pair<coord::member_id, std::string>> out;
+  for (const auto& [id, m] : members_) out.emplace_back(id, m.address);
+  return out;
 }
 
 std::optional<std::string> cluster_placement::address_of(const std::string& node) const {
@@ -261,7 +263,7 @@ std::optional<std::string> cluster_placement::address_of(const std::string& node
 
 void cluster_placement::index_addresses() {
   addresses_.clear();
-  for (const auto& [id, address] : members_) addresses_.try_emplace(id.node, address);
+  for (const auto& [id, m] : members_) addresses_.try_emplace(id.node, m.address);
 }
 
 void cluster_placement::stop_hosting(bool fenced) {
@@ -336,11 +338,9 @@ void cluster_placement::read() {
     {
       std::lock_guard lock(self.mutex_);
       self.members_.clear();
-      self.leaving_.clear();
       for (const auto& kv : r.ranges[0]) {
         if (auto m = decode_member(self.options_.cluster, kv.key, kv.value)) {
-          self.members_[m->info.id] = m->address;
-          if (m->info.leaving) self.leaving_.insert(m->info.id);
+          self.members_[m->info.id] = {m->address, m->info.leaving};
         }
       }
       self.index_addresses();
@@ -389,13 +389,11 @@ void cluster_placement::on_batch(const watch_batch& batch) {
       if (kv.key.starts_with(members)) {
         if (put) {
           if (auto m = decode_member(cluster, kv.key, kv.value)) {
-            members_[m->info.id] = m->address;
-            if (m->info.leaving) leaving_.insert(m->info.id);
+            members_[m->info.id] = {m->address, m->info.leaving};
             members_changed = true;
           }
         } else if (auto id = member_id_of(cluster, kv.key)) {
           members_changed |= members_.erase(*id) > 0;
-          leaving_.erase(*id);
         }
       } else if (kv.key.starts_with(allocs)) {
         if (put) {

@@ -208,8 +208,11 @@ class cluster_placement final : public sharding::placement,
   bool registered_ = false;
   bool hosting_ = true;
   bool read_ = false;
-  std::map<sharding::coordination::member_id, std::string> members_;  // id -> address
-  std::set<sharding::coordination::member_id> leaving_;               // members leaving
+  struct member_entry {
+    std::string address;
+    bool leaving = false;  // it drains its shards: they have no home until they move
+  };
+  std::map<sharding::coordination::member_id, member_entry> members_;
   /// node -> address of its first incarnation in members_: send_remote's lookup per message.
   std::unordered_map<std::string, std::string> addresses_;
   std::map<sharding::shard_id, sharding::coordination::allocation> allocations_;

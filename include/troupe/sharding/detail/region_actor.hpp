@@ -385,11 +385,8 @@ class region_actor final : public actor<region_message<M>> {
       const shard_home home = home_of(shard, entry);
       if (!flush_if_moved(shard, entry, home)) {
         if (std::holds_alternative<placed_here>(home)) {
-          // What waited goes first (the placement may answer here before its listener's news).
-          if (!entry.buffer.empty()) {
-            ensure_shard(shard, entry);
-            replay_buffer(shard, entry);
-          }
+          // The shard starts with what waited (the placement may answer here before its
+          // listener's news), then this message.
           send(shard, entry, std::move(id), message, this->context().sender());
           return;
         }
@@ -469,6 +466,16 @@ class region_actor final : public actor<region_message<M>> {
   void end_flush(shard_id shard, shard_entry& entry) {
     entry.flushing = 0;
     entry.sent_to.reset();
+    buffer_held(entry);
+    for (auto& p : entry.during_flush) entry.buffer.push_back(std::move(p));
+    entry.during_flush.clear();
+    settle(shard, entry);
+  }
+
+  /// Moves what senders hold in the shard's route to the end of the buffer. What the buffer
+  /// holds came first (a sender's earlier messages may wait there, after a flush), so whatever
+  /// takes the buffer takes the route's messages behind it, never before.
+  void buffer_held(shard_entry& entry) {
     troupe::detail::mpsc_node* held = nullptr;
     {
       std::lock_guard lock(entry.route->lock);
@@ -489,9 +496,6 @@ class region_actor final : public actor<region_message<M>> {
             "region " + setup_->settings.type_name + ": " + describe_current_exception());
       }
     });
-    for (auto& p : entry.during_flush) entry.buffer.push_back(std::move(p));
-    entry.during_flush.clear();
-    settle(shard, entry);
   }
 
   /// Another node's flush marker: it follows that node's earlier messages for the shard, which
@@ -606,8 +610,8 @@ class region_actor final : public actor<region_message<M>> {
     if (!entry.stopping) settle(shard, entry);
   }
 
-  /// Sends what waits for a shard with no running actor (what senders hold in its route first,
-  /// then the region's buffer, as after a stop) where the shard lives now: to a new actor here,
+  /// Sends what waits for a shard with no running actor (the region's buffer first, then what
+  /// senders hold in its route) where the shard lives now: to a new actor here,
   /// or to its remote home. With no home yet it keeps waiting.
   void settle(shard_id shard, shard_entry& entry) {
     drop_arrivals_if_fenced(shard, entry);
@@ -615,10 +619,7 @@ class region_actor final : public actor<region_message<M>> {
     const shard_home home = home_of(shard, entry);
     if (flush_if_moved(shard, entry, home)) return;
     if (std::holds_alternative<placed_here>(home)) {
-      if (waiting(entry)) {
-        ensure_shard(shard, entry);
-        replay_buffer(shard, entry);
-      }
+      if (waiting(entry)) ensure_shard(shard, entry);
       return;
     }
     const auto* remote = std::get_if<placed_remote>(&home);
@@ -631,37 +632,16 @@ class region_actor final : public actor<region_message<M>> {
     return entry.route->held > 0;
   }
 
-  /// Sends what the route holds and what the region buffered for the shard to its remote home,
-  /// in order. The route goes back to idle, so the next sender asks the region again. Messages
-  /// another node sent here stay (all of them, keeping their order) unless `home` is newer than
-  /// every epoch they were sent at.
+  /// Sends what the region buffered for the shard and then what the route holds to its remote
+  /// home, in order. The route goes back to idle, so the next sender asks the region again.
+  /// Messages another node sent here stay (all of them, keeping their order, and what follows
+  /// them) unless `home` is newer than every epoch they were sent at.
   void send_waiting(shard_id shard, shard_entry& entry, const placed_remote& home) {
-    troupe::detail::mpsc_node* held = nullptr;
+    buffer_held(entry);
     {
       std::lock_guard lock(entry.route->lock);
-      held = entry.route->take_held_locked();
       if (entry.route->state == route_state::starting) entry.route->state = route_state::idle;
     }
-    shard_route<M>::for_each(held, [&](troupe::detail::envelope_base* e) {
-      std::unique_ptr<troupe::detail::envelope_base> owned(e);
-      M* message = nullptr;
-      std::string id;
-      std::string why;
-      try {
-        message = message_of(*owned, id);
-        if (id.empty()) {
-          why = "empty entity id";
-        } else if (send_remote(home, shard, entry, id, *message, untyped_ref(owned->sender), why)) {
-          return;
-        }
-      } catch (...) {
-        why = "cannot route a message for shard " + std::to_string(shard) + ": " +
-              describe_current_exception();
-      }
-      dead_letter_from(this->context(), owned.release(),
-                       message != nullptr ? errc::message_copy_failed : errc::invalid_entity_id,
-                       "region " + setup_->settings.type_name + ": " + why);
-    });
     for (const auto& p : entry.buffer) {
       if (p.sent_at_epoch >= home.epoch) return;  // they wait for a newer home
     }
@@ -672,14 +652,16 @@ class region_actor final : public actor<region_message<M>> {
         pass_flush(home, shard, p.flush_token, p.reply_to);
         continue;
       }
-      std::string why;
-      if (send_remote(home, shard, entry, p.entity_id, *p.message, untyped_ref(p.envelope->sender),
-                      why)) {
+      std::string why = "empty entity id";
+      if (!p.entity_id.empty() && send_remote(home, shard, entry, p.entity_id, *p.message,
+                                              untyped_ref(p.envelope->sender), why)) {
         continue;
       }
-      dead_letter_in_place(this->context().system().dead_letters(), std::move(p.envelope),
-                           *p.message, this->context().path(), errc::message_copy_failed,
-                           "region " + setup_->settings.type_name + ": " + why);
+      dead_letter_in_place(
+          this->context().system().dead_letters(), std::move(p.envelope), *p.message,
+          this->context().path(),
+          p.entity_id.empty() ? errc::invalid_entity_id : errc::message_copy_failed,
+          "region " + setup_->settings.type_name + ": " + why);
     }
   }
 
@@ -824,7 +806,9 @@ class region_actor final : public actor<region_message<M>> {
   }
 
   /// Starts the shard actor if none runs and opens its route (unless the region must see every
-  /// message), moving what the route held into the new actor's mailbox first.
+  /// message). What waited goes into the new actor's mailbox first, in the order it came: the
+  /// region's buffer, then what the route held (buffer_held); only then do senders reach the
+  /// actor directly.
   void ensure_shard(shard_id shard, shard_entry& entry) {
     if (!entry.route->shard) {
       auto setup = std::make_shared<shard_setup<M>>();
@@ -857,9 +841,13 @@ class region_actor final : public actor<region_message<M>> {
       setup->passivation_idle = setup_->settings.shard_passivation_idle;
       if (!keeps_order()) setup->entity_idle = setup_->settings.passivation_idle;
       auto ref = this->context().template spawn<shard_actor<M>>(shard_child_name(shard), setup);
+      {
+        std::lock_guard lock(entry.route->lock);
+        entry.route->shard = std::move(ref);
+        entry.route->setup = std::move(setup);
+      }
+      replay_buffer(shard, entry);
       std::lock_guard lock(entry.route->lock);
-      entry.route->shard = std::move(ref);
-      entry.route->setup = std::move(setup);
       if (setup_->routes->direct() && entry.route->state != route_state::closed) {
         entry.route->release_held_locked();
         entry.route->state = route_state::open;
