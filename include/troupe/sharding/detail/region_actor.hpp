@@ -474,12 +474,17 @@ class region_actor final : public actor<region_message<M>> {
 
   /// Moves what senders hold in the shard's route to the end of the buffer. What the buffer
   /// holds came first (a sender's earlier messages may wait there, after a flush), so whatever
-  /// takes the buffer takes the route's messages behind it, never before.
-  void buffer_held(shard_entry& entry) {
+  /// takes the buffer takes the route's messages behind it, never before. With `idle`, a
+  /// starting route goes back to idle under the same lock, so the next sender asks the region
+  /// again (a message held after the take but before the state changed would wait unasked).
+  void buffer_held(shard_entry& entry, bool idle = false) {
     troupe::detail::mpsc_node* held = nullptr;
     {
       std::lock_guard lock(entry.route->lock);
       held = entry.route->take_held_locked();
+      if (idle && entry.route->state == route_state::starting) {
+        entry.route->state = route_state::idle;
+      }
     }
     shard_route<M>::for_each(held, [&](troupe::detail::envelope_base* e) {
       std::unique_ptr<troupe::detail::envelope_base> owned(e);
@@ -637,11 +642,7 @@ class region_actor final : public actor<region_message<M>> {
   /// Messages another node sent here stay (all of them, keeping their order, and what follows
   /// them) unless `home` is newer than every epoch they were sent at.
   void send_waiting(shard_id shard, shard_entry& entry, const placed_remote& home) {
-    buffer_held(entry);
-    {
-      std::lock_guard lock(entry.route->lock);
-      if (entry.route->state == route_state::starting) entry.route->state = route_state::idle;
-    }
+    buffer_held(entry, true);
     for (const auto& p : entry.buffer) {
       if (p.sent_at_epoch >= home.epoch) return;  // they wait for a newer home
     }
