@@ -6,6 +6,7 @@
 
 #include <boost/asio/signal_set.hpp>
 
+#include <chrono>
 #include <csignal>
 #include <thread>
 
@@ -228,7 +229,11 @@ int actor_system::run_until_signal() {
       impl_->terminate();
     }
   });
-  await_termination();
+  // Wait in slices rather than in one blocking call: a signal to this thread that a sanitizer
+  // defers until the thread leaves its wait is then still handled (ThreadSanitizer once held
+  // a SIGTERM for good while this thread slept on the condition variable).
+  while (!impl_->await_termination_for(std::chrono::milliseconds(100))) {
+  }
   signals.cancel();
   return received.load();
 }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <set>
@@ -23,6 +24,22 @@ class StoreShardFence : public store_test<Factory> {
   static fence_raise raise(plugin& p, const std::string& type, std::uint32_t shard,
                            ownership_epoch epoch) {
     return p.async_raise_shard_fence({{type, shard}, epoch}, use_future).get();
+  }
+  /// A raise that keeps trying while the store is busy, as a new owner's recovery does: a
+  /// second SQLite connection can wait out its busy timeout behind writers that keep the
+  /// file's write lock (slow under ThreadSanitizer).
+  static fence_raise raise_until_answered(plugin& p, const std::string& type, std::uint32_t shard,
+                                          ownership_epoch epoch) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+      try {
+        return raise(p, type, shard, epoch);
+      } catch (const persistence_error& e) {
+        if (e.value() != errc::store_failure || std::chrono::steady_clock::now() > deadline) {
+          throw;
+        }
+      }
+    }
   }
   fence_raise raise(const std::string& type, std::uint32_t shard, ownership_epoch epoch) {
     return raise(this->store(), type, shard, epoch);
@@ -177,14 +194,27 @@ TYPED_TEST(StoreShardFence, AStaleWriterRacingARaiseNeverCommitsAfterIt) {
     ASSERT_EQ(this->raise("race", shard, 1), fence_raise::raised);
     std::atomic<int> acked_total{0};
     std::atomic<bool> raised{false};
+    std::atomic<bool> abandon{false};  // the test failed early: writers stop at once
     std::vector<std::vector<sequence_nr>> acked(writers);
     std::vector<int> late_successes(writers, 0);
     std::vector<errc> last_errors(writers, errc{});
     std::vector<std::thread> threads;
+    // Joins the writers on every way out, a failed assertion or a throw included (a joinable
+    // thread destroyed would terminate the test binary and hide the failure).
+    struct join_on_exit {
+      std::atomic<bool>& abandon;
+      std::vector<std::thread>& threads;
+      ~join_on_exit() {
+        abandon.store(true);
+        for (auto& t : threads) {
+          if (t.joinable()) t.join();
+        }
+      }
+    } joiner{abandon, threads};
     for (int w = 0; w < writers; ++w) {
       threads.emplace_back([&, w] {
         const std::string pid = "race-" + std::to_string(it) + "-" + std::to_string(w);
-        for (sequence_nr next = 1;; ++next) {
+        for (sequence_nr next = 1; !abandon.load(); ++next) {
           const bool after_raise = raised.load(std::memory_order_acquire);
           auto e = this->append_fenced(pid, next, "e" + std::to_string(next), "race", shard, 1);
           if (e != errc{}) {
@@ -201,8 +231,13 @@ TYPED_TEST(StoreShardFence, AStaleWriterRacingARaiseNeverCommitsAfterIt) {
       });
     }
     // Let the writers get going (no sleep: wait for their first acknowledgements).
-    while (acked_total.load(std::memory_order_acquire) < writers) std::this_thread::yield();
-    ASSERT_EQ(this->raise(*new_owner, "race", shard, 2), fence_raise::raised);
+    const auto started_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (acked_total.load(std::memory_order_acquire) < writers &&
+           std::chrono::steady_clock::now() < started_by) {
+      std::this_thread::yield();
+    }
+    ASSERT_GE(acked_total.load(), writers) << "the writers never got going";
+    ASSERT_EQ(this->raise_until_answered(*new_owner, "race", shard, 2), fence_raise::raised);
     raised.store(true, std::memory_order_release);
     // The new owner's recovery read, right after its raise.
     std::vector<std::vector<event_record>> recovered(writers);
