@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -36,6 +37,7 @@ using troupe::sharding::placement;
 using troupe::sharding::shard_home;
 using troupe::sharding::shard_id;
 using troupe::sharding::sharding_options;
+using troupe::testkit::await_condition;
 using troupe::testkit::test_probe;
 
 struct note {
@@ -69,6 +71,7 @@ class manual_placement final : public placement {
     shard_id shard = 0;
     std::string id;
     int n = 0;
+    std::size_t order = 0;  // among everything sent: messages and flush markers
   };
   bool remote = false;
 
@@ -79,7 +82,7 @@ class manual_placement final : public placement {
     const auto& m = *static_cast<const note*>(message);
     if (m.n < 0) throw std::runtime_error("cannot encode a negative note");
     std::lock_guard lock(mutex_);
-    sent_.push_back({home.node, home.epoch, shard, entity_id, m.n});
+    sent_.push_back({home.node, home.epoch, shard, entity_id, m.n, ++order_});
   }
   void set_arrival_handler(arrival_handler handler) override {
     std::lock_guard lock(mutex_);
@@ -102,13 +105,14 @@ class manual_placement final : public placement {
     shard_id shard = 0;
     std::uint64_t token = 0;
     bool own = false;  // the region's own marker (no reply_to)
+    std::size_t order = 0;
   };
   bool flushes = false;
   bool send_flush(const troupe::sharding::placed_remote& home, shard_id shard, std::uint64_t token,
                   const troupe::untyped_ref& reply_to) override {
     if (!flushes) return false;
     std::lock_guard lock(mutex_);
-    flushes_.push_back({home.node, home.epoch, shard, token, !reply_to});
+    flushes_.push_back({home.node, home.epoch, shard, token, !reply_to, ++order_});
     return true;
   }
   void answer_flush(const troupe::untyped_ref&, shard_id shard, std::uint64_t token) override {
@@ -198,6 +202,7 @@ class manual_placement final : public placement {
   std::vector<sent> sent_;
   std::vector<flush_sent> flushes_;
   std::vector<std::pair<shard_id, std::uint64_t>> answers_;
+  std::size_t order_ = 0;
 };
 
 enum class mode { direct_route, max_entities, custom_shard };
@@ -611,6 +616,144 @@ TEST(PlacementRouting, EveryMessageForARemoteShardGoesOutWhileSendersRaceTheRegi
     ASSERT_EQ(homes->sent_count(), expected) << "stranded in round " << r;
   }
   other.join();
+}
+
+// Senders send to a remote home themselves once the region has opened their route there. When
+// the shard moves, the region shuts that route before its flush marker goes to the old home:
+// no sender's message may follow the marker there, and each sender's messages reach the new
+// home only after the flush, all of them, in order.
+TEST(PlacementRouting, NoSendersMessageFollowsTheFlushMarkerToTheOldHome) {
+  troupe::actor_system system;
+  test_probe<int> out(system, "out");
+  auto homes = std::make_shared<manual_placement>();
+  homes->remote = true;
+  homes->flushes = true;
+  const shard_id shard = troupe::sharding::shard_of("x", 1);
+  homes->place_quietly(shard, troupe::sharding::placed_remote{"b", 3});
+  auto& sharding = cluster_sharding::get(system);
+  sharding.set_placement_factory(
+      [&](const troupe::sharding::region_settings&, const std::type_info&) { return homes; });
+  auto region = sharding.start(
+      sharding_options<note>::create()
+          .with_type_name("noter")
+          .with_entity<noter>(out.ref(), std::make_shared<std::vector<std::uint64_t>>())
+          .with_extract_entity_id([](const note& n) { return n.id; })
+          .with_num_shards(1));
+  // Each sender sends until told to stop (after the move), at most `cap` messages: what they
+  // send during the flush waits in the route and the region, within the buffer size.
+  constexpr int cap = 40'000;
+  const std::vector<std::string> senders{"x", "y"};
+  std::atomic<bool> stop{false};
+  std::vector<std::atomic<int>> told(senders.size());
+  std::vector<std::thread> threads;
+  struct join_all {  // also when a wait below fails
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    ~join_all() {
+      stop = true;
+      for (auto& t : threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } joiner{stop, threads};
+  for (std::size_t i = 0; i < senders.size(); ++i) {
+    threads.emplace_back([&, i] {
+      for (int n = 1; n <= cap && !stop.load(); ++n) {
+        region.tell(note{senders[i], n});
+        told[i].store(n);
+      }
+    });
+  }
+  // Move the shard while the senders are busy, once some messages went to b.
+  await_condition([&] { return homes->sent_count() >= 1000; }, 10s, "messages sent to b");
+  homes->place(shard, troupe::sharding::placed_remote{"c", 4});
+  await_condition([&] { return !homes->flushes_sent().empty(); }, 10s, "the flush marker to b");
+  const auto marker = homes->flushes_sent().front();
+  ASSERT_EQ(marker.node, "b");
+  ASSERT_TRUE(marker.own);
+  // Let the senders go on past the marker a while, then stop them: what they sent meanwhile
+  // waits for the flush.
+  std::vector<int> at_marker;
+  for (auto& t : told) at_marker.push_back(t.load());
+  await_condition(
+      [&] {
+        for (std::size_t i = 0; i < told.size(); ++i) {
+          if (told[i].load() < std::min(cap, at_marker[i] + 1000)) return false;
+        }
+        return true;
+      },
+      10s, "messages sent after the marker");
+  stop = true;
+  for (auto& t : threads) t.join();
+  std::size_t total = 0;
+  for (auto& t : told) total += static_cast<std::size_t>(t.load());
+  homes->arrive_flush(shard, marker.epoch, marker.token, {}, /*flushed=*/true);
+  await_condition([&] { return homes->sent_count() >= total; }, 20s, "every message sent");
+
+  const auto sent = homes->sent_out();
+  ASSERT_EQ(sent.size(), total);
+  std::map<std::string, int> last;
+  std::size_t after_marker_to_b = 0;
+  for (const auto& s : sent) {
+    if (s.node == "b" && s.order > marker.order) ++after_marker_to_b;
+    // Each sender's messages leave in order, none twice, none lost, b's before c's.
+    if (s.n != last[s.id] + 1 || (s.node == "c" && s.order < marker.order)) {
+      ADD_FAILURE() << s.id << " sent " << s.n << " to " << s.node << " after " << last[s.id];
+      break;
+    }
+    last[s.id] = s.n;
+  }
+  EXPECT_EQ(after_marker_to_b, 0U) << "messages sent to b behind the flush marker";
+  for (std::size_t i = 0; i < senders.size(); ++i) EXPECT_EQ(last[senders[i]], told[i].load());
+}
+
+// Another node's messages go straight into a running shard's mailbox, except while earlier
+// ones for the shard wait in the region (the shard was stopping or starting): those go first.
+// The shard here restarts at a new epoch again and again while arrivals keep coming; each must
+// reach the entity in the order it arrived.
+TEST(PlacementRouting, ArrivalsKeepTheirOrderWhileTheShardRestartsUnderThem) {
+  troupe::actor_system system;
+  test_probe<int> out(system, "out");
+  auto homes = std::make_shared<manual_placement>();
+  homes->remote = true;
+  const shard_id shard = troupe::sharding::shard_of("x", 1);
+  homes->place_quietly(shard, troupe::sharding::placed_here{1});
+  auto& sharding = cluster_sharding::get(system);
+  sharding.set_placement_factory(
+      [&](const troupe::sharding::region_settings&, const std::type_info&) { return homes; });
+  auto region = sharding.start(
+      sharding_options<note>::create()
+          .with_type_name("noter")
+          .with_entity<noter>(out.ref(), std::make_shared<std::vector<std::uint64_t>>())
+          .with_extract_entity_id([](const note& n) { return n.id; })
+          .with_num_shards(1));
+  constexpr int arrivals = 20'000;
+  std::atomic<bool> done{false};
+  std::thread mover([&] {  // a new epoch here every few hundred arrivals: stop, then start
+    for (troupe::sharding::shard_epoch epoch = 2; !done.load(); ++epoch) {
+      homes->place(shard, troupe::sharding::placed_here{epoch});
+      std::this_thread::sleep_for(200us);
+    }
+  });
+  struct stop_mover {  // also when a wait below throws
+    std::atomic<bool>& done;
+    std::thread& mover;
+    ~stop_mover() {
+      done = true;
+      if (mover.joinable()) mover.join();
+    }
+  } stopper{done, mover};
+  for (int n = 1; n <= arrivals; ++n) homes->arrive(shard, 1, "x", n);
+  int last = 0;
+  for (int n = 1; n <= arrivals; ++n) {
+    const int got = out.expect_message(10s);
+    if (got != last + 1) {
+      ADD_FAILURE() << "arrival " << got << " reached the entity after " << last;
+      break;
+    }
+    last = got;
+  }
+  EXPECT_EQ(last, arrivals);
 }
 
 TEST(PlacementRouting, TheRegionListensWhileItRunsAndLetsGoWhenItStops) {

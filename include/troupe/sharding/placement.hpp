@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <variant>
 
 namespace troupe::sharding {
@@ -122,6 +123,21 @@ class placement {
   /// Sets the one handler of arrivals (an empty function removes it).
   virtual void set_arrival_handler(arrival_handler handler) { (void)handler; }
 
+  /// One shard's way to its remote home, which senders use on their own threads while the
+  /// region keeps the shard's route open to it: send() acts as send_remote() to that home.
+  class remote_link {
+   public:
+    virtual ~remote_link() = default;
+    /// Sends as send_remote() does; safe on any thread. Throws when it cannot.
+    virtual void send(const std::string& entity_id, const void* message,
+                      const untyped_ref& sender) = 0;
+  };
+  /// A link to `home` for `shard`'s messages. The default goes through send_remote(); a
+  /// placement may prepare the way once instead (the connection, the names every message
+  /// carries). Throws like send_remote.
+  [[nodiscard]] virtual std::shared_ptr<remote_link> link_to(const placed_remote& home,
+                                                             shard_id shard);
+
   // -- keeping each sender's order when a shard moves (docs/cluster.md, "Order") --------------
   /// Sends a flush marker for `shard` to the region at `home`, on the path of the messages sent
   /// there before it. Each region it passes handles it in order with them: where they are
@@ -150,6 +166,25 @@ class placement {
  private:
   std::shared_ptr<std::atomic<bool>> fenced_ = std::make_shared<std::atomic<bool>>(false);
 };
+
+inline std::shared_ptr<placement::remote_link> placement::link_to(const placed_remote& home,
+                                                                  shard_id shard) {
+  class through_send_remote final : public remote_link {
+   public:
+    through_send_remote(placement& homes, placed_remote home, shard_id shard)
+        : homes_(homes), home_(std::move(home)), shard_(shard) {}
+    void send(const std::string& entity_id, const void* message,
+              const untyped_ref& sender) override {
+      homes_.send_remote(home_, shard_, entity_id, message, sender);
+    }
+
+   private:
+    placement& homes_;
+    placed_remote home_;
+    shard_id shard_;
+  };
+  return std::make_shared<through_send_remote>(*this, home, shard);
+}
 
 /// The placement of a node without a cluster: every shard lives here, at epoch 0, for ever.
 class single_node_placement final : public placement {

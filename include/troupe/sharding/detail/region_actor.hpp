@@ -36,6 +36,7 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace troupe::sharding::detail {
 
@@ -52,12 +53,14 @@ struct home_changed {
 };
 
 /// A message another node's region sent to an entity of a shard it placed here at `epoch`.
+/// `counted`: it is counted in its route's arrivals_in_region (see pass_arrival).
 template <class M>
 struct arrived {
   shard_id shard = 0;
   shard_epoch epoch = 0;
   std::string entity_id;
   M message;
+  bool counted = false;
 };
 
 /// A flush marker another node's region sent here behind its messages for a shard
@@ -161,16 +164,16 @@ class region_actor final : public actor<region_message<M>> {
     });
     setup_->homes->set_arrival_handler(
         [region = this->context().self_ref(), office = &this->context().system().dead_letters(),
-         path = this->context().path(), type = setup_->settings.type_name](remote_arrival a) {
-          pass_arrival(region, *office, path, type, a);
-        });
+         path = this->context().path(),
+         setup = setup_](remote_arrival a) { pass_arrival(region, *office, path, *setup, a); });
   }
 
   /// Hands the region a message another node sent (on the placement's thread): a payload of
   /// another type than M (the nodes disagree on the type's message) is a dead letter.
   static void pass_arrival(const untyped_ref& region, dead_letter_office& office,
-                           const std::string& path, const std::string& type,
+                           const std::string& path, const region_setup<M>& setup,
                            remote_arrival& a) noexcept {
+    const std::string& type = setup.settings.type_name;
     if (a.flush_token != 0) {
       try {
         if (a.flushed) {
@@ -194,16 +197,74 @@ class region_actor final : public actor<region_message<M>> {
       return;
     }
     M& message = *static_cast<M*>(in->payload());
+    shard_route<M>* route = nullptr;
     try {
+      route = route_of_arrival(setup, a);
+      if (route != nullptr && deliver_arrival(*route, a, in)) return;
       auto* e = new troupe::detail::envelope<region_message<M>>(
           std::in_place_type<arrived<M>>,
-          arrived<M>{a.shard, a.epoch, std::move(a.entity_id), std::move(message)});
+          arrived<M>{a.shard, a.epoch, std::move(a.entity_id), std::move(message), false});
       e->sender = std::move(in->sender);
+      if (route != nullptr) {
+        // Counted under the lock that opens the route: no later arrival for the shard goes
+        // straight to its actor until the region has routed this one.
+        std::lock_guard lock(route->lock);
+        std::get<arrived<M>>(e->value).counted = true;
+        ++route->arrivals_in_region;
+      }
       region.target()->enqueue_any(e);
     } catch (...) {
       dead_letter_in_place(office, std::move(in), message, path, errc::message_copy_failed,
                            "region " + type + ": " + copy_failure_reason());
     }
+  }
+
+  /// The direct route an arrival may take to its shard's running actor: a region whose
+  /// senders route directly, a node not fenced, an entity id that maps to the shard the sender
+  /// named. Null (the region routes it, and says why it refuses one) otherwise.
+  static shard_route<M>* route_of_arrival(const region_setup<M>& setup, const remote_arrival& a) {
+    if (!setup.routes->direct() || a.entity_id.empty() || setup.homes->fenced()) return nullptr;
+    shard_id shard = 0;
+    try {
+      shard = setup.extract_shard_id ? setup.extract_shard_id(a.entity_id)
+                                     : shard_of(a.entity_id, setup.settings.num_shards);
+    } catch (...) {
+      return nullptr;
+    }
+    return shard == a.shard ? setup.routes->at(shard) : nullptr;
+  }
+
+  /// Delivers an arrival straight to its shard's actor, as a local sender would, when the route
+  /// is open and no earlier arrival for the shard still waits in the region's mailbox (it would
+  /// be overtaken). The region delivers to a running shard whatever epoch the sender saw, so
+  /// this does too; an entity checks the node's fence itself. False, leaving the message in
+  /// `in`, when it must go through the region.
+  static bool deliver_arrival(shard_route<M>& route, remote_arrival& a,
+                              std::unique_ptr<troupe::detail::envelope_base>& in) {
+    {
+      std::lock_guard lock(route.lock);
+      if (route.state != route_state::open || route.arrivals_in_region != 0) return false;
+    }
+    // Built outside the lock, then checked again: the message moves into it and back if the
+    // route changed meanwhile.
+    M& message = *static_cast<M*>(in->payload());
+    std::unique_ptr<troupe::detail::envelope<shard_message<M>>> d(
+        new troupe::detail::envelope<shard_message<M>>(std::in_place_type<deliver<M>>,
+                                                       std::move(a.entity_id), std::move(message),
+                                                       time_point{}));
+    d->sender = in->sender;
+    {
+      std::lock_guard lock(route.lock);
+      if (route.state == route_state::open && route.arrivals_in_region == 0) {
+        route.deliver_locked(d.release());
+        in.reset();
+        return true;
+      }
+    }
+    auto& back = std::get<deliver<M>>(d->value);
+    message = std::move(back.message);
+    a.entity_id = std::move(back.entity_id);
+    return false;
   }
 
   // Senders holding refs may outlive the region: they find every route closed (and send here,
@@ -218,6 +279,7 @@ class region_actor final : public actor<region_message<M>> {
         route.state = route_state::closed;
         route.shard = {};
         route.setup = {};
+        route.remote.reset();
         held = route.take_held_locked();
       }
       shard_route<M>::for_each(held, [this](troupe::detail::envelope_base* e) {
@@ -339,6 +401,15 @@ class region_actor final : public actor<region_message<M>> {
   /// nodes must agree on the entity's shard. It goes where this node's placement says the shard
   /// lives now: here once its fence stands, on to a newer remote home, else it waits here.
   void on_arrival(arrived<M>& a) {
+    // However it ends, the next arrival for the shard may go straight to its actor after it.
+    struct uncount {
+      shard_route<M>* route;
+      ~uncount() {
+        if (route == nullptr) return;
+        std::lock_guard lock(route->lock);
+        --route->arrivals_in_region;
+      }
+    } done{a.counted ? setup_->routes->at(a.shard) : nullptr};
     shard_id shard = 0;
     try {
       shard = a.entity_id.empty()        ? a.shard
@@ -439,6 +510,7 @@ class region_actor final : public actor<region_message<M>> {
         remote != nullptr && *remote == *entry.sent_to) {
       return false;
     }
+    close_remote(entry);  // before the marker: senders' messages must not follow it
     const std::uint64_t token = ++flush_tokens_;
     bool sent = false;
     try {
@@ -664,6 +736,78 @@ class region_actor final : public actor<region_message<M>> {
           p.entity_id.empty() ? errc::invalid_entity_id : errc::message_copy_failed,
           "region " + setup_->settings.type_name + ": " + why);
     }
+    open_remote(shard, entry, home);
+  }
+
+  /// Opens the shard's route to its remote home: from now on senders send there themselves,
+  /// with no turn of this region per message. What they held since send_waiting took the
+  /// route's messages goes first, in order, under the lock that opens it. Only routes senders
+  /// share (direct mode, a shard id in the table); if the placement cannot make a link, the
+  /// messages keep coming through the region.
+  void open_remote(shard_id shard, shard_entry& entry, const placed_remote& home) {
+    if (!setup_->routes->direct() || entry.own_route) return;
+    shard_route<M>& route = *entry.route;
+    {
+      std::lock_guard lock(route.lock);
+      if (route.state == route_state::remote && route.remote_home == home) return;
+    }
+    std::shared_ptr<placement::remote_link> link;
+    try {
+      link = setup_->homes->link_to(home, shard);
+    } catch (...) {
+      return;
+    }
+    struct unsent {
+      std::unique_ptr<troupe::detail::envelope_base> envelope;
+      M* message;
+      errc code;
+      std::string why;
+    };
+    std::vector<unsent> failed;
+    {
+      std::lock_guard lock(route.lock);
+      if (route.state == route_state::closed) return;
+      shard_route<M>::for_each(route.take_held_locked(), [&](troupe::detail::envelope_base* e) {
+        std::unique_ptr<troupe::detail::envelope_base> owned(e);
+        std::string id;
+        M* message = nullptr;
+        try {
+          message = message_of(*owned, id);
+          if (id.empty()) {
+            failed.push_back(
+                {std::move(owned), message, errc::invalid_entity_id, "empty entity id"});
+            return;
+          }
+          link->send(id, message, untyped_ref(owned->sender));
+        } catch (...) {
+          if (message != nullptr) {
+            failed.push_back(
+                {std::move(owned), message, errc::message_copy_failed,
+                 "cannot send to node " + home.node + ": " + describe_current_exception()});
+          }
+          // Else the extractor threw: the message goes with its envelope, unread.
+        }
+      });
+      route.state = route_state::remote;
+      route.remote = std::move(link);
+      route.remote_home = home;
+    }
+    entry.sent_to = home;
+    for (auto& f : failed) {
+      dead_letter_in_place(this->context().system().dead_letters(), std::move(f.envelope),
+                           *f.message, this->context().path(), f.code,
+                           "region " + setup_->settings.type_name + ": " + f.why);
+    }
+  }
+
+  /// Shuts the shard's route to its remote home: senders hold their messages again, the first
+  /// asking this region. Under the route's lock, so nothing they send there can follow a flush
+  /// marker this region sends after.
+  void close_remote(shard_entry& entry) {
+    std::lock_guard lock(entry.route->lock);
+    if (entry.route->state != route_state::remote) return;
+    entry.route->state = route_state::idle;
+    entry.route->remote.reset();
   }
 
   /// The message a route held in `e` and its entity id: a delivery carries it, a counted

@@ -260,6 +260,7 @@ class region_ingress final : public region_forwarder {
     }
     bool ask_start = false;
     bool closed = false;
+    std::string unsent;  // why the shard's remote home could not be sent the message
     {
       std::lock_guard lock(route->lock);
       switch (route->state) {
@@ -267,6 +268,17 @@ class region_ingress final : public region_forwarder {
           if ((++route->sampled & 15U) == 0) stamp(held, id);  // for the queue-wait figure
           route->deliver_locked(held.release());
           return true;
+        case route_state::remote:
+          try {
+            route->remote->send(held->type() == typeid(M) ? id : delivered_id(*held),
+                                &payload_of(*held), untyped_ref(held->sender));
+            held.reset();  // encoded and on its way
+            return true;
+          } catch (...) {
+            unsent = "cannot send to node " + route->remote_home.node + ": " +
+                     describe_current_exception();
+          }
+          break;
         case route_state::idle:
           route->state = route_state::starting;
           ask_start = true;
@@ -281,7 +293,12 @@ class region_ingress final : public region_forwarder {
           break;
       }
     }
-    if (ask_start) {
+    if (!unsent.empty()) {
+      M& payload = payload_of(*held);
+      dead_letter_in_place(troupe::detail::dead_letters_of(*owner()), std::move(held), payload,
+                           path(), errc::message_copy_failed,
+                           "region " + setup_->settings.type_name + ": " + unsent);
+    } else if (ask_start) {
       tell_region(start_shard{shard});
     } else if (held) {  // the route is full (the region rejects it) or the region is gone
       M& payload = payload_of(*held);
@@ -310,6 +327,11 @@ class region_ingress final : public region_forwarder {
 
   [[nodiscard]] bool is_counted(troupe::detail::envelope_base& e) const noexcept {
     return setup_->credits && dynamic_cast<counted_envelope<M>*>(&e) != nullptr;
+  }
+
+  /// The entity id a delivery carries.
+  static const std::string& delivered_id(troupe::detail::envelope_base& e) {
+    return std::get<deliver<M>>(static_cast<shard_envelope&>(e).value).entity_id;
   }
 
   /// The message in `e`: the sender's own envelope of M, or a delivery.

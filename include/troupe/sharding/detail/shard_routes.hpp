@@ -9,12 +9,18 @@
 /// opens the route: every held message lands ahead of any direct one, so each sender's messages
 /// keep their order. The region stops a shard actor only after shutting its route when every
 /// delivery sent to it has arrived (none is still on its way).
+///
+/// A shard that lives on another node has a route too: once the region has sent what waited
+/// for it there, it opens the route to that home, and senders encode and send their messages
+/// there themselves, under the route's lock. When the home changes, the region shuts the route
+/// under that lock before its flush marker follows what was sent (docs/cluster.md, "Order").
 
 #include <troupe/core/actor_ref.hpp>
 #include <troupe/core/clock.hpp>
 #include <troupe/core/detail/envelope.hpp>
 #include <troupe/core/detail/spinlock.hpp>
 #include <troupe/sharding/detail/shard_actor.hpp>
+#include <troupe/sharding/placement.hpp>
 #include <troupe/sharding/shard_id.hpp>
 
 #include <atomic>
@@ -31,6 +37,7 @@ enum class route_state : std::uint8_t {
   starting,  // no shard actor; the region has been asked to start one
   open,      // the shard actor runs: deliver to it directly
   stopping,  // the shard actor is on its way out; the region starts the next one
+  remote,    // the shard lives on another node: senders send there through `remote`
   closed,    // the region has stopped: send to it (it dead-letters)
 };
 
@@ -48,6 +55,12 @@ struct shard_route {
   std::uint32_t sampled = 0;
   /// Messages held while no shard actor runs, oldest first, linked through their queue nodes.
   std::size_t held = 0;
+  /// While `remote`: the way to the shard's home, and that home (named in dead letters).
+  std::shared_ptr<placement::remote_link> remote;
+  placed_remote remote_home;
+  /// Messages other nodes sent to this shard that wait in the region's mailbox: while any
+  /// does, later ones go there too, behind them, not straight to the actor.
+  std::uint32_t arrivals_in_region = 0;
 
   shard_route() = default;
   shard_route(const shard_route&) = delete;
