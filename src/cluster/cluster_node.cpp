@@ -188,6 +188,7 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
     po.proxy = !hosts;
     po.retry = options.retry;
     auto refs = make_endpoint_refs(*remote);
+    po.link = link_over(refs, registry, *entry, s.type_name);
     po.send = deliver_over(refs, std::move(registry), *entry, s.type_name);
     po.send_flush = flush_over(refs, s.type_name, deliveries);
     po.answer_flush = answer_flush_of(s.type_name);
@@ -240,9 +241,8 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
       spawn_options{"cluster-coordinators"},
       std::shared_ptr<const coordinator_directory>(s->runners));
   remote.expose(s->endpoint);
-  s->deliveries = system.spawn_system_actor<delivery_endpoint>(
-      spawn_options{"cluster-deliveries"},
-      std::shared_ptr<const placement_directory>(s->placed_types), remote.registry());
+  s->deliveries = delivery_endpoint::start(
+      system, std::shared_ptr<const placement_directory>(s->placed_types), remote.registry());
   remote.expose(s->deliveries);
 
   // Membership, not heartbeats, decides when a node is gone.
@@ -301,7 +301,7 @@ cluster_node::~cluster_node() {
   state_->members->stop();  // set by join(), on this thread's side of it
   state_->keeper->stop();
   state_->system->stop(state_->endpoint);
-  state_->system->stop(state_->deliveries);
+  delivery_endpoint::close(state_->deliveries);
 }
 
 std::shared_future<void> cluster_node::joined() const { return state_->joined; }

@@ -156,6 +156,16 @@ void cluster_placement::send_remote(const placed_remote& home, shard_id shard,
   options_.send(*address, shard, home.epoch, entity_id, message, sender);
 }
 
+std::shared_ptr<sharding::placement::remote_link> cluster_placement::link_to(
+    const placed_remote& home, shard_id shard) {
+  if (!options_.link) return placement::link_to(home, shard);
+  const std::optional<std::string> address = address_of(home.node);
+  if (!address) {
+    throw cluster_error(errc::node_unreachable, "node " + home.node + " is not a member any more");
+  }
+  return options_.link(*address, shard, home.epoch);
+}
+
 void cluster_placement::set_arrival_handler(arrival_handler handler) {
   std::vector<sharding::remote_arrival> early;
   {

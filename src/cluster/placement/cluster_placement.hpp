@@ -69,6 +69,11 @@ using remote_delivery =
     std::function<void(const std::string& address, sharding::shard_id, sharding::shard_epoch,
                        const std::string& entity_id, const void* message, const untyped_ref&)>;
 
+/// Makes the link (placement::link_to) by which senders send a shard's messages to the node
+/// listening at `address`, which owns the shard at the epoch. Throws when it cannot.
+using remote_linker = std::function<std::shared_ptr<sharding::placement::remote_link>(
+    const std::string& address, sharding::shard_id, sharding::shard_epoch)>;
+
 /// Sends a flush marker (placement::send_flush) for a shard to the node listening at `address`,
 /// on the path of the messages sent there; `reply_to` gets the answer (empty: this node's
 /// delivery endpoint). Throws when it cannot; must not block.
@@ -92,6 +97,9 @@ struct cluster_placement_options {
   duration retry = std::chrono::milliseconds(500);
   /// Carries messages to remote homes; empty: they wait in the region.
   remote_delivery send;
+  /// Makes links for senders that send to remote homes themselves (with `send`); empty: they
+  /// go through `send`.
+  remote_linker link;
   /// Carry flush markers and their answers (with `send`).
   flush_delivery send_flush;
   flush_answer answer_flush;
@@ -123,6 +131,9 @@ class cluster_placement final : public sharding::placement,
   void send_remote(const sharding::placed_remote& home, sharding::shard_id shard,
                    const std::string& entity_id, const void* message,
                    const untyped_ref& sender) override;
+  /// Throws cluster_error(node_unreachable) when `home`'s node is no member any more.
+  [[nodiscard]] std::shared_ptr<remote_link> link_to(const sharding::placed_remote& home,
+                                                     sharding::shard_id shard) override;
   void set_arrival_handler(arrival_handler handler) override;
   bool send_flush(const sharding::placed_remote& home, sharding::shard_id shard,
                   std::uint64_t token, const untyped_ref& reply_to) override;

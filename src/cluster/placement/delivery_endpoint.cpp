@@ -10,10 +10,56 @@
 
 namespace troupe::cluster {
 
-void delivery_endpoint::receive(sharded_delivery& d) {
+untyped_ref delivery_endpoint::start(actor_system& system,
+                                     std::shared_ptr<const placement_directory> placements,
+                                     std::shared_ptr<const message_registry> registry) {
+  return untyped_ref(troupe::detail::intrusive_ptr<troupe::detail::actor_target>(
+      new delivery_endpoint(system.impl(), std::move(placements), std::move(registry)),
+      troupe::detail::adopt));
+}
+
+void delivery_endpoint::close(const untyped_ref& endpoint) {
+  if (auto* e = dynamic_cast<delivery_endpoint*>(endpoint.target())) {
+    e->closed_.store(true, std::memory_order_release);
+  }
+}
+
+void delivery_endpoint::enqueue(troupe::detail::envelope_base* e) noexcept {
+  std::unique_ptr<troupe::detail::envelope_base> in(e);
+  try {
+    if (is_terminated()) {
+      refuse(std::move(in), make_error_code(troupe::errc::recipient_terminated),
+             "this node's cluster has stopped");
+      return;
+    }
+    if (in->type() != typeid(sharded_delivery)) {
+      refuse(std::move(in), make_error_code(errc::decode_error),
+             "the cluster's delivery endpoint takes sharded deliveries only");
+      return;
+    }
+    const untyped_ref sender(in->sender);
+    receive(*static_cast<sharded_delivery*>(in->payload()), sender, in);
+  } catch (const std::exception& ex) {
+    // Out of memory on the way: whatever is still here goes to dead letters.
+    if (in) {
+      refuse(std::move(in), make_error_code(errc::decode_error),
+             std::string("the delivery endpoint failed: ") + ex.what());
+    }
+  } catch (...) {
+    if (in) refuse(std::move(in), make_error_code(errc::decode_error), "the endpoint failed");
+  }
+}
+
+void delivery_endpoint::send_system(troupe::detail::system_message* m) noexcept {
+  m->on_undelivered(*this);  // it is never watched: a watcher hears it is gone
+  delete m;
+}
+
+void delivery_endpoint::receive(sharded_delivery& d, const untyped_ref& sender,
+                                std::unique_ptr<troupe::detail::envelope_base>& in) {
   auto placement = placements_->find(d.type);
   if (!placement) {
-    refuse(make_error_code(errc::unknown_manifest),
+    refuse(std::move(in), make_error_code(errc::unknown_manifest),
            "no sharded type '" + d.type + "' runs on this node");
     return;
   }
@@ -26,16 +72,16 @@ void delivery_endpoint::receive(sharded_delivery& d) {
     marker.shard = d.shard;
     marker.epoch = d.epoch;
     marker.flush_token = d.flush;
-    marker.reply_to = this->context().sender();
+    marker.reply_to = sender;
     if (!placement->arrive(std::move(marker))) {
-      refuse(make_error_code(troupe::errc::recipient_terminated),
+      refuse(std::move(in), make_error_code(troupe::errc::recipient_terminated),
              "sharded type '" + d.type + "': its region is not running");
     }
     return;
   }
   const message_registry::entry* entry = registry_->find(d.manifest, d.version);
   if (entry == nullptr) {
-    refuse(make_error_code(errc::unknown_manifest),
+    refuse(std::move(in), make_error_code(errc::unknown_manifest),
            "sharded type '" + d.type + "': no message type registered as '" + d.manifest + "' v" +
                std::to_string(d.version));
     return;
@@ -44,27 +90,26 @@ void delivery_endpoint::receive(sharded_delivery& d) {
   try {
     message.reset(entry->decode(d.payload));
   } catch (const std::exception& e) {
-    refuse(make_error_code(errc::decode_error),
+    refuse(std::move(in), make_error_code(errc::decode_error),
            "sharded type '" + d.type + "': message '" + d.manifest + "' undecodable: " + e.what());
     return;
   }
-  message->sender = this->context().sender().target_ptr();
+  message->sender = sender.target_ptr();
   sharding::remote_arrival arrival;
   arrival.shard = d.shard;
   arrival.epoch = d.epoch;
   arrival.entity_id = std::move(d.entity_id);
   arrival.message = std::move(message);
   if (!placement->arrive(std::move(arrival))) {
-    refuse(make_error_code(troupe::errc::recipient_terminated),
+    refuse(std::move(in), make_error_code(troupe::errc::recipient_terminated),
            "sharded type '" + d.type + "': its region is not running");
   }
 }
 
-void delivery_endpoint::refuse(std::error_code code, std::string reason) {
-  if (auto* e = this->context().cell().release_current()) {
-    this->context().system().dead_letters().publish(e, this->context().path(), code,
-                                                    std::move(reason));
-  }
+void delivery_endpoint::refuse(std::unique_ptr<troupe::detail::envelope_base> in,
+                               std::error_code code, std::string reason) {
+  troupe::detail::dead_letters_of(system_).publish(in.release(), delivery_endpoint_path, code,
+                                                   std::move(reason));
 }
 
 class endpoint_refs {
@@ -103,6 +148,52 @@ std::shared_ptr<endpoint_refs> make_endpoint_refs(remote_node& remote) {
   return std::make_shared<endpoint_refs>(remote);
 }
 
+namespace {
+
+/// Encodes `message` with `entry` and tells it to `to`, the owner's endpoint.
+void deliver(const actor_ref<sharded_delivery>& to, const message_registry::entry& entry,
+             const std::string& type, sharding::shard_id shard, sharding::shard_epoch epoch,
+             const std::string& entity_id, const void* message, const untyped_ref& sender) {
+  sharded_delivery d;
+  d.type = type;
+  d.shard = shard;
+  d.epoch = epoch;
+  d.entity_id = entity_id;
+  d.manifest = entry.manifest.type_name;
+  d.version = entry.manifest.version;
+  persistence::byte_writer w(d.payload);
+  entry.encode(w, message);
+  to.tell(std::move(d), sender);
+}
+
+/// One shard's link to its owner's endpoint: the ref resolved once, not per message.
+class endpoint_link final : public sharding::placement::remote_link {
+ public:
+  endpoint_link(actor_ref<sharded_delivery> to, std::shared_ptr<const message_registry> registry,
+                const message_registry::entry& entry, std::string type, sharding::shard_id shard,
+                sharding::shard_epoch epoch)
+      : to_(std::move(to)),
+        registry_(std::move(registry)),
+        entry_(entry),
+        type_(std::move(type)),
+        shard_(shard),
+        epoch_(epoch) {}
+
+  void send(const std::string& entity_id, const void* message, const untyped_ref& sender) override {
+    deliver(to_, entry_, type_, shard_, epoch_, entity_id, message, sender);
+  }
+
+ private:
+  actor_ref<sharded_delivery> to_;
+  std::shared_ptr<const message_registry> registry_;  // keeps entry_ alive
+  const message_registry::entry& entry_;
+  std::string type_;
+  sharding::shard_id shard_;
+  sharding::shard_epoch epoch_;
+};
+
+}  // namespace
+
 remote_delivery deliver_over(std::shared_ptr<endpoint_refs> refs,
                              std::shared_ptr<const message_registry> registry,
                              const message_registry::entry& entry, std::string type) {
@@ -110,16 +201,17 @@ remote_delivery deliver_over(std::shared_ptr<endpoint_refs> refs,
           type = std::move(type)](const std::string& address, sharding::shard_id shard,
                                   sharding::shard_epoch epoch, const std::string& entity_id,
                                   const void* message, const untyped_ref& sender) {
-    sharded_delivery d;
-    d.type = type;
-    d.shard = shard;
-    d.epoch = epoch;
-    d.entity_id = entity_id;
-    d.manifest = entry->manifest.type_name;
-    d.version = entry->manifest.version;
-    persistence::byte_writer w(d.payload);
-    entry->encode(w, message);
-    refs->at(address).tell(std::move(d), sender);
+    deliver(refs->at(address), *entry, type, shard, epoch, entity_id, message, sender);
+  };
+}
+
+remote_linker link_over(std::shared_ptr<endpoint_refs> refs,
+                        std::shared_ptr<const message_registry> registry,
+                        const message_registry::entry& entry, std::string type) {
+  return [refs = std::move(refs), registry = std::move(registry), entry = &entry,
+          type = std::move(type)](const std::string& address, sharding::shard_id shard,
+                                  sharding::shard_epoch epoch) {
+    return std::make_shared<endpoint_link>(refs->at(address), registry, *entry, type, shard, epoch);
   };
 }
 

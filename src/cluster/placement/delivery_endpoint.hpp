@@ -10,11 +10,13 @@
 #include <troupe/cluster/cluster_messages.hpp>
 #include <troupe/cluster/message_registry.hpp>
 #include <troupe/cluster/remote_node.hpp>
-#include <troupe/core/actor.hpp>
+#include <troupe/core/actor_system.hpp>
+#include <troupe/core/detail/actor_target.hpp>
 
 #include "cluster/named_directory.hpp"
 #include "cluster/placement/cluster_placement.hpp"
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -27,21 +29,45 @@ inline constexpr const char* delivery_endpoint_path = "/system/cluster-deliverie
 /// cluster's wiring.
 using placement_directory = named_directory<cluster_placement>;
 
-/// Hands the messages other nodes' regions send here to the placements of their types. A
-/// delivery it cannot hand on (a type not running here, an unknown manifest, bad bytes) is a
-/// dead letter with the reason; nothing else is affected.
-class delivery_endpoint final : public troupe::actor<sharded_delivery> {
+/// Hands the messages other nodes' regions send here to the placements of their types. Not an
+/// actor: it does its work on the thread that delivers the message (the inbound connection's,
+/// which keeps each sender's order), with no mailbox or turn per message; it only decodes and
+/// hands on, without blocking. A delivery it cannot hand on (a type not running here, an
+/// unknown manifest, bad bytes, another message type) is a dead letter with the reason; nothing
+/// else is affected.
+class delivery_endpoint final : public troupe::detail::actor_target {
  public:
-  delivery_endpoint(std::shared_ptr<const placement_directory> placements,
+  delivery_endpoint(troupe::detail::system_impl& system,
+                    std::shared_ptr<const placement_directory> placements,
                     std::shared_ptr<const message_registry> registry)
-      : placements_(std::move(placements)), registry_(std::move(registry)) {}
+      : system_(system), placements_(std::move(placements)), registry_(std::move(registry)) {}
+
+  /// A ref to a new endpoint.
+  static untyped_ref start(actor_system& system,
+                           std::shared_ptr<const placement_directory> placements,
+                           std::shared_ptr<const message_registry> registry);
+  /// What comes after this is a dead letter (the node is going away).
+  static void close(const untyped_ref& endpoint);
+
+  void enqueue(troupe::detail::envelope_base* e) noexcept override;
+  void enqueue_any(troupe::detail::envelope_base* e) noexcept override { enqueue(e); }
+  void send_system(troupe::detail::system_message* m) noexcept override;
+  [[nodiscard]] std::string path() const override { return delivery_endpoint_path; }
+  [[nodiscard]] troupe::detail::system_impl* owner() const noexcept override { return &system_; }
+  [[nodiscard]] bool is_terminated() const noexcept override {
+    return closed_.load(std::memory_order_acquire);
+  }
 
  private:
-  void receive(sharded_delivery& d) override;
-  void refuse(std::error_code code, std::string reason);
+  void receive(sharded_delivery& d, const untyped_ref& sender,
+               std::unique_ptr<troupe::detail::envelope_base>& in);
+  void refuse(std::unique_ptr<troupe::detail::envelope_base> in, std::error_code code,
+              std::string reason);
 
+  troupe::detail::system_impl& system_;
   std::shared_ptr<const placement_directory> placements_;
   std::shared_ptr<const message_registry> registry_;
+  std::atomic<bool> closed_{false};
 };
 
 /// Refs to other nodes' delivery endpoints, one per address, made on first use. Messages and
@@ -55,6 +81,12 @@ std::shared_ptr<endpoint_refs> make_endpoint_refs(remote_node& remote);
 remote_delivery deliver_over(std::shared_ptr<endpoint_refs> refs,
                              std::shared_ptr<const message_registry> registry,
                              const message_registry::entry& entry, std::string type);
+
+/// The links a cluster placement of `type` hands its senders: each resolves the endpoint at
+/// its address once and encodes every message as deliver_over() does.
+remote_linker link_over(std::shared_ptr<endpoint_refs> refs,
+                        std::shared_ptr<const message_registry> registry,
+                        const message_registry::entry& entry, std::string type);
 
 /// How a placement of `type` sends flush markers: to the endpoint at the address, answered to
 /// `reply_to`, or to `self_endpoint` (this node's delivery endpoint) for its own.
