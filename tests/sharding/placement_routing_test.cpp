@@ -581,21 +581,28 @@ INSTANTIATE_TEST_SUITE_P(EachRoutingMode, PlacementRouting,
 // lost 15 of a million that way before both happened under one lock). Each round, two threads
 // send one message each at once and wait until both went out: only a round's last message can
 // be stranded, so the test makes many last messages.
+/// Starts "noter" with one shard on `homes`, its entities reporting to `out`.
+troupe::actor_ref<note> start_one_shard_noter(troupe::actor_system& system,
+                                              std::shared_ptr<manual_placement> homes,
+                                              test_probe<int>& out) {
+  auto& sharding = cluster_sharding::get(system);
+  sharding.set_placement_factory(
+      [homes](const troupe::sharding::region_settings&, const std::type_info&) { return homes; });
+  return sharding.start(
+      sharding_options<note>::create()
+          .with_type_name("noter")
+          .with_entity<noter>(out.ref(), std::make_shared<std::vector<std::uint64_t>>())
+          .with_extract_entity_id([](const note& n) { return n.id; })
+          .with_num_shards(1));
+}
+
 TEST(PlacementRouting, EveryMessageForARemoteShardGoesOutWhileSendersRaceTheRegion) {
   troupe::actor_system system;
   test_probe<int> out(system, "out");
   auto homes = std::make_shared<manual_placement>();
   homes->remote = true;
   homes->place_quietly(troupe::sharding::shard_of("x", 1), troupe::sharding::placed_remote{"b", 3});
-  auto& sharding = cluster_sharding::get(system);
-  sharding.set_placement_factory(
-      [&](const troupe::sharding::region_settings&, const std::type_info&) { return homes; });
-  auto region = sharding.start(
-      sharding_options<note>::create()
-          .with_type_name("noter")
-          .with_entity<noter>(out.ref(), std::make_shared<std::vector<std::uint64_t>>())
-          .with_extract_entity_id([](const note& n) { return n.id; })
-          .with_num_shards(1));
+  auto region = start_one_shard_noter(system, homes, out);
   constexpr int rounds = 10'000;
   std::atomic<int> go{0};
   std::thread other([&] {
@@ -630,15 +637,7 @@ TEST(PlacementRouting, NoSendersMessageFollowsTheFlushMarkerToTheOldHome) {
   homes->flushes = true;
   const shard_id shard = troupe::sharding::shard_of("x", 1);
   homes->place_quietly(shard, troupe::sharding::placed_remote{"b", 3});
-  auto& sharding = cluster_sharding::get(system);
-  sharding.set_placement_factory(
-      [&](const troupe::sharding::region_settings&, const std::type_info&) { return homes; });
-  auto region = sharding.start(
-      sharding_options<note>::create()
-          .with_type_name("noter")
-          .with_entity<noter>(out.ref(), std::make_shared<std::vector<std::uint64_t>>())
-          .with_extract_entity_id([](const note& n) { return n.id; })
-          .with_num_shards(1));
+  auto region = start_one_shard_noter(system, homes, out);
   // Each sender sends until told to stop (after the move), at most `cap` messages: what they
   // send during the flush waits in the route and the region, within the buffer size.
   constexpr int cap = 40'000;
@@ -718,15 +717,7 @@ TEST(PlacementRouting, ArrivalsKeepTheirOrderWhileTheShardRestartsUnderThem) {
   homes->remote = true;
   const shard_id shard = troupe::sharding::shard_of("x", 1);
   homes->place_quietly(shard, troupe::sharding::placed_here{1});
-  auto& sharding = cluster_sharding::get(system);
-  sharding.set_placement_factory(
-      [&](const troupe::sharding::region_settings&, const std::type_info&) { return homes; });
-  auto region = sharding.start(
-      sharding_options<note>::create()
-          .with_type_name("noter")
-          .with_entity<noter>(out.ref(), std::make_shared<std::vector<std::uint64_t>>())
-          .with_extract_entity_id([](const note& n) { return n.id; })
-          .with_num_shards(1));
+  auto region = start_one_shard_noter(system, homes, out);
   constexpr int arrivals = 20'000;
   std::atomic<bool> done{false};
   std::thread mover([&] {  // a new epoch here every few hundred arrivals: stop, then start
