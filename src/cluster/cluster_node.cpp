@@ -35,6 +35,8 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
   std::shared_ptr<placement_directory> placed_types = std::make_shared<placement_directory>();
   untyped_ref deliveries;
   std::shared_ptr<lease_keeper> keeper;
+  /// The keeper's deadline, as the entities here check it before each message.
+  std::shared_ptr<troupe::detail::node_standing> standing;
   /// Tells the remoting when a member is gone: the end of its watches and asks.
   std::shared_ptr<members_view> members;
   std::promise<void> joined_promise;
@@ -194,6 +196,7 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
     po.answer_flush = answer_flush_of(s.type_name);
     // A leaving owner answers once its shards have drained and moved (within about a lease).
     po.flush_timeout = std::max<duration>(std::chrono::seconds(5), 2 * options.lease_ttl);
+    po.standing = standing;
     auto cell = std::make_shared<std::weak_ptr<cluster_placement>>();
     auto placement =
         cluster_placement::start(store, clock, std::move(po), std::move(fences),
@@ -230,6 +233,7 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
   s->remote = &remote;
   s->store = std::move(store);
   s->clock = clock ? std::move(clock) : make_boottime_clock();
+  s->standing = std::make_shared<troupe::detail::node_standing>(s->clock);
   s->address = to_string(remote.self().address);
   if (options.node.empty()) options.node = s->address;
   check_node_text("node id", options.node);
@@ -271,6 +275,7 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
   lease_keeper_options lo;
   lo.ttl = s->options.lease_ttl;
   lo.margin = s->options.lease_margin;
+  lo.standing = s->standing;
   std::weak_ptr<state> weak = s;
   s->keeper = lease_keeper::start(
       s->store, s->clock, lo,

@@ -1,6 +1,7 @@
 #include <troupe/core/actor.hpp>
 #include <troupe/core/detail/actor_cell.hpp>
 #include <troupe/core/detail/system_messages.hpp>
+#include <troupe/core/node_standing.hpp>
 
 #include "core/cell_extras.hpp"
 #include "core/cell_messages.hpp"
@@ -505,21 +506,23 @@ envelope_base* actor_cell::next_user_envelope() noexcept {
         if (bounded()->waiting.load(std::memory_order_seq_cst) > 0) admit_waiters();
       }
     }
-    // An ordinary actor pays one compare; an entity whose node gave its shard up handles
-    // nothing more (entity_home::revoked).
+    // An ordinary actor pays one compare; an entity handles nothing once its node no longer
+    // stands for its shard (entity_home::standing), checked per message so that a node resumed
+    // past its lease's deadline stops before its fence timer runs.
     if (e == nullptr || label_kind_ != label_kind::entity_id || e->kind != envelope_kind::user ||
-        !shard_revoked()) {
+        !standing_lost()) {
       return e;
     }
     dead_letter(e, make_error_code(errc::recipient_terminated),
-                "the node gave this entity's shard up (it fenced itself)");
+                "this node no longer stands for the entity's shard (its lease is gone or in "
+                "doubt)");
   }
 }
 
-bool actor_cell::shard_revoked() const noexcept {
-  if (shard_revocations.load(std::memory_order_acquire) == 0) return false;
+bool actor_cell::standing_lost() const noexcept {
+  if (standings_in_force.load(std::memory_order_acquire) == 0) return false;
   const entity_home* h = home();
-  return h != nullptr && h->revoked != nullptr && h->revoked->load(std::memory_order_relaxed);
+  return h != nullptr && h->standing != nullptr && h->standing->lost();
 }
 
 void actor_cell::handle_user_envelope(envelope_base* e) noexcept {

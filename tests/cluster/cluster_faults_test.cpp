@@ -8,7 +8,8 @@
 // - the journal: per persistence id, contiguous sequence numbers and non-decreasing epochs;
 // - every acknowledged event survives, and each sender's events are in the order it sent them.
 // The test runs seeds 3, 6 and 8; a failure names its seed, and TROUPE_FAULT_SEED=<seed> runs
-// that seed alone (TROUPE_FAULT_SEEDS=<n> runs seeds 1 to n).
+// that seed alone (TROUPE_FAULT_SEEDS=<n> runs seeds 1 to n). A second test pauses a node past
+// its lease's deadline and wakes it before its fence timer runs.
 #include <troupe/cluster/cluster_messages.hpp>
 #include <troupe/cluster/cluster_node.hpp>
 #include <troupe/cluster/membership/in_process_store.hpp>
@@ -19,6 +20,7 @@
 #include <troupe/testkit/test_probe.hpp>
 
 #include "support/io_thread.hpp"
+#include "support/pausable_clock.hpp"
 #include "support/two_nodes.hpp"
 
 #include <boost/asio/use_future.hpp>
@@ -169,9 +171,10 @@ struct world {
 };
 
 /// One incarnation of a node: it joins, starts "tally" (as a proxy on the gate) and reports its
-/// fence to the log.
+/// fence to the log. Its cluster runs on `clock`, or on the world's.
 struct member {
-  member(world& w, const std::string& name, int incarnation, bool proxy)
+  member(world& w, const std::string& name, int incarnation, bool proxy,
+         std::shared_ptr<troupe::clock> clock = nullptr)
       : label(name + "#" + std::to_string(incarnation)),
         node(w.net, registry(),
              remote_options{}.with_heartbeat(100ms, 600ms).with_reconnect_backoff(20ms, 200ms),
@@ -188,7 +191,7 @@ struct member {
       log->record(activity::entry::fence, l);
     };
     cluster = cluster_node::join(node.system, cluster_sharding::get(node.system), *node.remote,
-                                 store, std::move(options), w.clock);
+                                 store, std::move(options), clock ? std::move(clock) : w.clock);
     cluster->joined().get();
     auto type = sharding_options<tally_command>::create()
                     .with_type_name("tally")
@@ -606,6 +609,92 @@ TEST(cluster_faults, every_checker_holds_under_seeded_partitions_cuts_crashes_le
                            << ::testing::internal::GetArgvs()[0]
                            << " --gtest_filter=cluster_faults.*";
   }
+}
+
+/// Counts the dead letters of entities whose node no longer stands for their shard.
+class refusals final : public troupe::actor<troupe::dead_letter> {
+ public:
+  explicit refusals(std::shared_ptr<std::atomic<std::size_t>> count) : count_(std::move(count)) {}
+
+ private:
+  void receive(troupe::dead_letter& d) override {
+    if (d.reason.find("no longer stands") != std::string::npos) count_->fetch_add(1);
+  }
+  std::shared_ptr<std::atomic<std::size_t>> count_;
+};
+
+// A paused process (SIGSTOP, a VM migration, a long GC-like stall) wakes after its lease ran out
+// and its shards started elsewhere; until its fence timer runs, it still believes it owns them.
+// Here node c's cluster runs on a clock that pauses: cut off etcd and everyone, its time stops
+// and its timers are held, so its lease keeper never fences; its shards move. Then its time
+// jumps ahead while its timers are still held, the network heals, and messages reach its
+// entities through its own region. They must handle none (each is refused by the deadline
+// check of entity_home::standing); without that check the stale-activation checker fails.
+TEST(cluster_faults, a_node_resumed_past_its_lease_deadline_handles_nothing_before_its_fence_runs) {
+  world w(11);
+  auto paused = std::make_shared<test::pausable_clock>(w.clock);
+  member a(w, "a", 1, false);
+  member b(w, "b", 1, false);
+  member c(w, "c", 1, false, paused);
+  member gate(w, "gate", 1, true);
+  ASSERT_TRUE(holds_within([&] { return a.cluster->hosting_regions("tally") == 3; }, 10s));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 32; ++i) ids.push_back("id-" + std::to_string(i));
+  load l(11);
+  l.send(128, {{0, gate.region}}, ids);
+  l.settle();
+  std::vector<std::string> on_c;
+  {
+    std::lock_guard lock(w.log->mutex);
+    std::map<std::string, std::string> newest;
+    for (const auto& e : w.log->entries) {
+      if (e.what == activity::entry::start) newest[e.id] = e.label;
+    }
+    for (const auto& [id, label] : newest) {
+      if (label == c.label) on_c.push_back(id);
+    }
+  }
+  ASSERT_FALSE(on_c.empty()) << "c hosts none of the ids";
+
+  // The pause. A paused process acts on nothing, so for the start rule it counts as fenced
+  // from here; the handle rule still catches anything it handles once it runs again.
+  auto& net = w.net.memory();
+  w.etcd.set_reachable(*c.store, false);
+  for (const auto* other : {&a, &b, &gate}) net.partition(c.node.address(), other->node.address());
+  paused->freeze();
+  w.log->record(activity::entry::fence, c.label, {}, "paused");
+
+  // Its lease runs out (in the world's time) and each of its ids starts on a or b.
+  for (const auto& id : on_c) {
+    ASSERT_TRUE(holds_within(
+        [&] {
+          try {
+            return gate.region.ask<tally_reply>(tally_command{list{id}}, 1s, troupe::use_future)
+                       .get()
+                       .label != c.label;
+          } catch (const std::exception&) {
+            return false;  // not placed yet
+          }
+        },
+        20s))
+        << id << " never answered from another node";
+  }
+
+  // It wakes: its time jumps past the deadline, its fence timer has not run yet, and its region
+  // still places its old shards here.
+  auto refused = std::make_shared<std::atomic<std::size_t>>(0);
+  c.node.system.dead_letters().subscribe(c.node.system.spawn<refusals>("refusals", refused));
+  paused->resume_time();
+  net.heal_all();
+  for (const auto& id : on_c) c.region.tell(tally_command{add{id, 9, 1}});
+  ASSERT_TRUE(holds_within(
+      [&] { return !stale_activations(*w.log).empty() || refused->load() >= on_c.size(); }, 10s))
+      << "c neither handled nor refused its old ids' messages";
+  paused->release();
+
+  const auto stale = stale_activations(*w.log);
+  EXPECT_TRUE(stale.empty()) << stale.front() << "\n" << w.log->history(on_c.front());
+  EXPECT_EQ(journal_faults(w.journal, ids), std::vector<std::string>{});
 }
 
 }  // namespace

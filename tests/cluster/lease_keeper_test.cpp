@@ -169,6 +169,41 @@ TEST_F(lease_keeper_test, an_answer_after_the_deadline_does_not_unfence) {
   EXPECT_TRUE(store_->renewals.empty());  // a fenced keeper renews nothing
 }
 
+// The node's entities read the standing: it follows each renewal's deadline, is lost the moment
+// the clock reaches it (before the fence timer has run: as after a process pause), and stays
+// lost once the keeper fences.
+TEST_F(lease_keeper_test, the_standing_is_lost_at_the_deadline_before_any_timer_runs) {
+  auto standing = std::make_shared<troupe::detail::node_standing>(clock_);
+  lease_keeper_options options;
+  options.standing = standing;
+  auto keeper = start_scripted(options);
+  EXPECT_EQ(keeper->standing(), standing);
+  EXPECT_FALSE(standing->lost());
+  let_time_pass(1s);
+  store_->answer({}, 3s);  // sent at 1 s: deadline 3.5 s
+  poll();
+  clock_->advance(2499ms);  // the timers only post work, and nothing polls it
+  EXPECT_FALSE(standing->lost());
+  clock_->advance(1ms);
+  EXPECT_TRUE(standing->lost());  // at 3.5 s, though the fence timer has not run
+  EXPECT_TRUE(keeper->fenced());
+  EXPECT_TRUE(fences_.empty());
+  poll();
+  EXPECT_EQ(fences_, std::vector{fence_reason::deadline_passed});
+  EXPECT_TRUE(standing->lost());
+}
+
+// A keeper that fences for a reason of its own (here the lease is gone) leaves the standing lost,
+// however far its last deadline was.
+TEST_F(lease_keeper_test, a_fence_loses_the_standing_before_its_deadline) {
+  auto keeper = start_scripted();
+  let_time_pass(1s);
+  store_->answer(make_error_code(errc::lease_not_found), 0s);
+  poll();
+  EXPECT_EQ(fences_, std::vector{fence_reason::lease_not_found});
+  EXPECT_TRUE(keeper->standing()->lost());
+}
+
 TEST_F(lease_keeper_test, an_answer_without_ttl_fences_at_once) {
   auto keeper = start_scripted();
   let_time_pass(1s);
@@ -211,9 +246,11 @@ TEST_F(lease_keeper_test, revoke_fences_first_then_revokes_the_lease) {
 
 TEST_F(lease_keeper_test, refuses_a_ttl_below_two_seconds_and_a_margin_without_room) {
   store_ = std::make_shared<scripted_store>(io_.get_executor());
-  EXPECT_THROW(lease_keeper::start(store_, clock_, {1500ms, 500ms}, {}, {}), std::invalid_argument);
-  EXPECT_THROW(lease_keeper::start(store_, clock_, {3s, 2s}, {}, {}), std::invalid_argument);
-  EXPECT_NO_THROW(lease_keeper::start(store_, clock_, {2s, 500ms}, {}, {}));
+  EXPECT_THROW(lease_keeper::start(store_, clock_, {1500ms, 500ms, nullptr}, {}, {}),
+               std::invalid_argument);
+  EXPECT_THROW(lease_keeper::start(store_, clock_, {3s, 2s, nullptr}, {}, {}),
+               std::invalid_argument);
+  EXPECT_NO_THROW(lease_keeper::start(store_, clock_, {2s, 500ms, nullptr}, {}, {}));
 }
 
 // The keeper against the model of etcd, cut off from it: it fences at s + TTL - margin, while
@@ -227,7 +264,7 @@ TEST_F(lease_keeper_test, a_lost_store_fences_strictly_before_the_model_expires_
     fences_.clear();
     const time_point begin = clock_->now();
     auto keeper = lease_keeper::start(
-        node, clock_, {ttl, 500ms}, [](std::error_code, lease_id) {},
+        node, clock_, {ttl, 500ms, nullptr}, [](std::error_code, lease_id) {},
         [this](fence_reason why) { fences_.push_back(why); });
     poll();
     ASSERT_NE(keeper->lease(), 0);

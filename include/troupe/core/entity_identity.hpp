@@ -3,7 +3,6 @@
 /// sharding layer sets it when it spawns an entity, and tests can set it with
 /// spawn_options::with_entity to exercise an entity without sharding.
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -27,6 +26,8 @@ struct entity_identity {
 
 namespace detail {
 
+class node_standing;
+
 /// Where an entity lives: its type and shard, and the gate its coroutine handlers pass (when
 /// its region caps them). Shared by every entity of a shard (its shard owns it and outlives
 /// them), so an entity's cell keeps one pointer to it.
@@ -42,16 +43,11 @@ struct entity_home {
   /// the stores refuse them once a newer owner raises the fence. Empty on a single node: writes
   /// check no shard fence.
   std::optional<std::uint64_t> fence_epoch;
-  /// Set once the node gave the shard up without choosing to (the cluster fenced the node): the
-  /// entity then handles no further message, each becomes a dead letter, so nothing runs here
-  /// once the shard may run elsewhere. Null: never.
-  std::shared_ptr<const std::atomic<bool>> revoked;
+  /// Whether the node still stands for the shard (the cluster's lease): once lost, the entity
+  /// handles no further message, each becomes a dead letter, so nothing runs here once the shard
+  /// may run elsewhere. Null: always (a node without a cluster).
+  std::shared_ptr<const node_standing> standing;
 };
-
-/// How many times a shard in this process was given up (an entity_home::revoked set): entities
-/// read their own flag only once this is non-zero, so until a node first fences itself the
-/// check costs one load of a line nobody writes. Bumped after the flag is set (release).
-inline std::atomic<std::uint32_t> shard_revocations{0};
 
 /// A process-wide entity_home for this type and shard, for entities spawned without sharding
 /// (spawn_options::with_entity); never freed (thread-safe).

@@ -14,6 +14,7 @@
 #include <troupe/core/actor_ref.hpp>
 #include <troupe/core/detail/envelope.hpp>
 #include <troupe/core/entity_identity.hpp>
+#include <troupe/core/node_standing.hpp>
 #include <troupe/sharding/shard_id.hpp>
 
 #include <atomic>
@@ -97,13 +98,16 @@ class placement {
 
   /// Whether this node lost its shards without choosing to (its lease is gone or in doubt; it
   /// never clears). From then on the entities handle no further message (each becomes a dead
-  /// letter: entity_home::revoked reads fence_flag()), and a running shard whose home went
-  /// stops at once instead of draining: nothing may run here once the lease can run out and
-  /// the shard start elsewhere. The placement then tells the listener about every shard, also
-  /// those already draining.
-  [[nodiscard]] bool fenced() const noexcept { return fenced_->load(std::memory_order_relaxed); }
-  [[nodiscard]] std::shared_ptr<const std::atomic<bool>> fence_flag() const noexcept {
-    return fenced_;
+  /// letter: entity_home::standing is standing()), and a running shard whose home went stops at
+  /// once instead of draining: nothing may run here once the lease can run out and the shard
+  /// start elsewhere. The placement then tells the listener about every shard, also those
+  /// already draining.
+  [[nodiscard]] bool fenced() const noexcept { return standing_->revoked(); }
+  /// What this node's entities check before each message: revoked once fenced(), and lost
+  /// earlier still, the moment the lease's deadline passes, when the placement's cluster sets
+  /// one (a node resumed after a pause delivers nothing even before its fence is noticed).
+  [[nodiscard]] std::shared_ptr<const troupe::detail::node_standing> standing() const noexcept {
+    return standing_;
   }
 
   // -- routing across nodes (a placement without it keeps remote shards' messages waiting) ---
@@ -157,14 +161,15 @@ class placement {
   }
 
  protected:
+  /// A placement whose node's lease sets the deadline of `standing`.
+  explicit placement(std::shared_ptr<troupe::detail::node_standing> standing)
+      : standing_(std::move(standing)) {}
   /// The node fenced itself: see fenced().
-  void mark_fenced() noexcept {
-    fenced_->store(true);
-    troupe::detail::shard_revocations.fetch_add(1, std::memory_order_release);
-  }
+  void mark_fenced() noexcept { standing_->revoke(); }
 
  private:
-  std::shared_ptr<std::atomic<bool>> fenced_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<troupe::detail::node_standing> standing_ =
+      std::make_shared<troupe::detail::node_standing>();
 };
 
 inline std::shared_ptr<placement::remote_link> placement::link_to(const placed_remote& home,

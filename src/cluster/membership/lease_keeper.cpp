@@ -53,14 +53,14 @@ lease_keeper::lease_keeper(token, std::shared_ptr<consensus_store> store,
     : store_(std::move(store)),
       clock_(std::move(clock)),
       options_(options),
-      on_fence_(std::move(on_fence)) {}
+      on_fence_(std::move(on_fence)),
+      standing_(options_.standing ? options_.standing
+                                  : std::make_shared<troupe::detail::node_standing>(clock_)) {}
 
 lease_keeper::~lease_keeper() { cancel_timers(); }
 
 bool lease_keeper::fenced() const noexcept {
-  if (fenced_.load(std::memory_order_acquire)) return true;
-  const auto ticks = deadline_ticks_.load(std::memory_order_acquire);
-  return ticks != 0 && clock_->now().time_since_epoch().count() >= ticks;
+  return fenced_.load(std::memory_order_acquire) || standing_->lost();
 }
 
 std::optional<fence_reason> lease_keeper::reason() const {
@@ -166,7 +166,7 @@ void lease_keeper::extend(time_point sent, duration ttl) {
   const time_point d = sent + ttl - options_.margin;
   if (deadline_ && d <= *deadline_) return;
   deadline_ = d;
-  deadline_ticks_.store(d.time_since_epoch().count(), std::memory_order_release);
+  standing_->set_deadline(d);
   if (fence_timer_ != 0) clock_->cancel(fence_timer_);
   std::weak_ptr<lease_keeper> weak = weak_from_this();
   auto executor = store_->executor();
@@ -189,6 +189,7 @@ void lease_keeper::fence(std::unique_lock<std::mutex>& lock, fence_reason why) {
   if (fenced_.exchange(true, std::memory_order_acq_rel)) return;
   reason_ = why;
   deadline_.reset();
+  standing_->expire();
   cancel_timers();
   if (auto cb = std::move(on_fence_)) {
     on_fence_ = nullptr;

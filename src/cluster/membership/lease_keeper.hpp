@@ -9,6 +9,7 @@
 
 #include <troupe/cluster/membership/consensus_store.hpp>
 #include <troupe/core/clock.hpp>
+#include <troupe/core/node_standing.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -46,6 +47,9 @@ struct lease_keeper_options {
   /// How long before s + TTL the node fences: covers clock drift, timer lateness and the time
   /// between the fence and the last delivery it stops.
   duration margin = std::chrono::milliseconds(500);
+  /// Where the keeper publishes its deadline for the node's entities (it expires when the keeper
+  /// fences); made on the keeper's clock. Null: the keeper makes its own.
+  std::shared_ptr<troupe::detail::node_standing> standing;
 };
 
 /// Keeps one lease alive and fences the node when it cannot be sure the lease is.
@@ -71,6 +75,10 @@ class lease_keeper : public std::enable_shared_from_this<lease_keeper> {
   /// True once the node must not act: fenced for any reason, or past its deadline on the clock
   /// (even before the fence timer has run, so a check right after a resume sees it).
   [[nodiscard]] bool fenced() const noexcept;
+  /// The standing the keeper publishes its deadline to.
+  [[nodiscard]] const std::shared_ptr<troupe::detail::node_standing>& standing() const noexcept {
+    return standing_;
+  }
   /// The reason, once fenced() has been reported through the callback.
   [[nodiscard]] std::optional<fence_reason> reason() const;
   /// The lease (0 until granted).
@@ -116,8 +124,8 @@ class lease_keeper : public std::enable_shared_from_this<lease_keeper> {
   std::atomic<bool> fenced_{false};
   std::optional<fence_reason> reason_;
   std::optional<time_point> deadline_;
-  /// Mirror of deadline_ for fenced() without the lock (0 = none).
-  std::atomic<time_point::rep> deadline_ticks_{0};
+  /// Mirrors deadline_ for fenced() and the entities, without the lock.
+  const std::shared_ptr<troupe::detail::node_standing> standing_;
   bool in_flight_ = false;
   /// A renewal fell due while one was in flight: send it when that one is answered.
   bool renewal_due_ = false;

@@ -78,7 +78,9 @@ cluster_placement::cluster_placement(token, std::shared_ptr<consensus_store> sto
                                      std::shared_ptr<troupe::clock> clock,
                                      cluster_placement_options options, fence_raiser raise_fence,
                                      home_request ask)
-    : store_(std::move(store)),
+    : placement(options.standing ? options.standing
+                                 : std::make_shared<troupe::detail::node_standing>()),
+      store_(std::move(store)),
       clock_(std::move(clock)),
       options_(std::move(options)),
       raise_fence_(std::move(raise_fence)),

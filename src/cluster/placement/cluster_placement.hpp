@@ -106,6 +106,9 @@ struct cluster_placement_options {
   /// How long this node's flush may wait for its answer before the region sends on anyway (a
   /// marker lost with a node that is still a member: only a node that is itself stuck).
   duration flush_timeout = std::chrono::seconds(5);
+  /// The node's standing, whose deadline its lease keeper sets: the entities this placement
+  /// hosts check it. Null: one that only fencing revokes.
+  std::shared_ptr<troupe::detail::node_standing> standing;
 };
 
 /// One sharded type's placement on one cluster node.

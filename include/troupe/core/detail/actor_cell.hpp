@@ -169,8 +169,8 @@ class actor_cell : public actor_target {
   void apply_system(system_message* m) noexcept;
   void run_local_posts() noexcept;
   [[nodiscard]] envelope_base* next_user_envelope() noexcept;
-  /// An entity whose node gave its shard up (entity_home::revoked).
-  [[nodiscard]] bool shard_revoked() const noexcept;
+  /// An entity whose node no longer stands for its shard (entity_home::standing).
+  [[nodiscard]] bool standing_lost() const noexcept;
   void handle_user_envelope(envelope_base* e) noexcept;
   std::size_t run_batch(std::size_t cap) noexcept;
   void fail(std::exception_ptr error, const std::string& while_doing) noexcept;

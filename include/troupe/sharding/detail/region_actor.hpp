@@ -961,9 +961,9 @@ class region_actor final : public actor<region_message<M>> {
       // answering placed_here; none on a single node (epoch 0: no allocation placed it).
       std::optional<std::uint64_t> fence;
       if (entry.epoch > 0) fence = static_cast<std::uint64_t>(entry.epoch);
-      setup->home = troupe::detail::entity_home{
-          setup_->settings.type_name, shard, setup_->gate,
-          &append_entity_child_name,  fence, setup_->homes->fence_flag()};
+      setup->home =
+          troupe::detail::entity_home{setup_->settings.type_name, shard, setup_->gate,
+                                      &append_entity_child_name,  fence, setup_->homes->standing()};
       setup->id = shard;
       setup->spawn_entity = setup_->spawn_entity;
       setup->extract_entity_id = setup_->extract_entity_id;
