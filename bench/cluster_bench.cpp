@@ -6,12 +6,15 @@
 //                         node that has joined a cluster and hosts every shard, and the same run
 //                         on a plain actor system right before it: value = clustered msgs/s;
 //                         fields single_node (msgs/s) and ratio.
-//   remote_sharded_tell   two nodes in one process, over TCP on 127.0.0.1: one thread on node A
-//                         tells 1 M messages through A's region (a proxy) to 10,000 entities
-//                         that all live on node B, with at most 20,000 not yet handled; and the
-//                         same messages told straight to one actor on B by path (remote_tell):
-//                         value = sharded msgs/s; fields remote_tell (msgs/s) and ratio. Unlike
-//                         troupe_bench_remote, both nodes share one process (and its 2 cores).
+//   remote_sharded_tell   two nodes in two processes, over TCP on 127.0.0.1, on a real etcd
+//                         (TROUPE_ETCD_ENDPOINTS; the case fails without it): one thread on
+//                         node A tells 1 M messages through A's region (a proxy) to 10,000
+//                         entities that all live on node B (this program again, with
+//                         --serve-sharded), with at most 20,000 not yet handled; and the same
+//                         messages told straight to one actor on B by path (remote_tell, as in
+//                         troupe_bench_remote): value = sharded msgs/s; fields remote_tell
+//                         (msgs/s) and ratio. B's entities count into a file A maps too
+//                         (shared_tallies.hpp), which is how A bounds what is in flight.
 //   cold_activation_remote the same two nodes: one message at a time, each to a new entity of a
 //                         shard that has no home yet (the proxy asks b's coordinator, which
 //                         writes the allocation to the store; both regions see it, b raises the
@@ -43,8 +46,10 @@
 #include <troupe/sharding/cluster_sharding.hpp>
 
 #include "bench_support.hpp"
+#include "child_process.hpp"
 #include "cluster_failover.hpp"
 #include "cluster_support.hpp"
+#include "shared_tallies.hpp"
 
 #include <boost/describe/class.hpp>
 
@@ -53,9 +58,12 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -80,11 +88,7 @@ std::vector<std::string> make_ids(std::int64_t count) {
 }
 
 /// What every entity (or the one plain actor) of a run reports to.
-struct tallies {
-  explicit tallies(std::size_t entities) : per_id(entities) {}
-  std::vector<std::atomic<std::int64_t>> per_id;
-  std::atomic<std::int64_t> handled{0};
-};
+using tallies = shared_tallies;
 
 class counter final : public troupe::actor<hit> {
  public:
@@ -94,8 +98,8 @@ class counter final : public troupe::actor<hit> {
   void receive(hit& h) override {
     std::size_t n = 0;
     std::from_chars(h.id.data() + 1, h.id.data() + h.id.size(), n);
-    tallies_->per_id[n].fetch_add(1, std::memory_order_relaxed);
-    tallies_->handled.fetch_add(1, std::memory_order_release);
+    tallies_->per_id(n).fetch_add(1, std::memory_order_relaxed);
+    tallies_->handled().fetch_add(1, std::memory_order_release);
   }
   tallies* tallies_;
 };
@@ -103,10 +107,10 @@ class counter final : public troupe::actor<hit> {
 /// Waits until `t` counts `n` handled messages.
 void wait_handled(const tallies& t, std::int64_t n, const std::string& what) {
   const auto deadline = steady::now() + wait_limit;
-  while (t.handled.load(std::memory_order_acquire) < n) {
+  while (t.handled().load(std::memory_order_acquire) < n) {
     if (steady::now() > deadline) {
       throw bench_failure("timed out waiting for " + what + " (" +
-                          std::to_string(n - t.handled.load()) + " outstanding)");
+                          std::to_string(n - t.handled().load()) + " outstanding)");
     }
     std::this_thread::yield();
   }
@@ -116,11 +120,11 @@ void wait_handled(const tallies& t, std::int64_t n, const std::string& what) {
 /// (0: no bound); returns the msgs/s from the first tell until the last is handled.
 double tell_all(const troupe::actor_ref<hit>& to, const std::vector<std::string>& ids,
                 std::int64_t messages, std::int64_t window, tallies& t) {
-  const std::int64_t before = t.handled.load();
+  const std::int64_t before = t.handled().load();
   const auto start = steady::now();
   for (std::int64_t i = 0; i < messages; ++i) {
     if (window > 0) {
-      while (before + i - t.handled.load(std::memory_order_acquire) >= window) {
+      while (before + i - t.handled().load(std::memory_order_acquire) >= window) {
         std::this_thread::yield();
       }
     }
@@ -133,9 +137,14 @@ double tell_all(const troupe::actor_ref<hit>& to, const std::vector<std::string>
 /// Every node's consensus store, served from its own thread: the in-process model of etcd, or
 /// (with `endpoints`) a real etcd under a cluster name of its own.
 struct etcd_model {
-  explicit etcd_model(std::vector<std::string> endpoints = {}) : endpoints(std::move(endpoints)) {
+  /// With `endpoints`, a cluster name of its own unless `shared_cluster` names one that another
+  /// process (a node of the same run) uses too.
+  explicit etcd_model(std::vector<std::string> endpoints = {}, std::string shared_cluster = {})
+      : endpoints(std::move(endpoints)) {
     static std::atomic<int> runs{0};
-    if (!this->endpoints.empty()) {
+    if (!shared_cluster.empty()) {
+      cluster = std::move(shared_cluster);
+    } else if (!this->endpoints.empty()) {
       cluster = "bench-" + std::to_string(::getpid()) + "-" + std::to_string(++runs);
     }
   }
@@ -204,8 +213,8 @@ struct cluster_member {
 };
 
 void check_per_id(const tallies& t, std::int64_t expected) {
-  for (std::size_t i = 0; i < t.per_id.size(); ++i) {
-    const auto got = t.per_id[i].load();
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const auto got = t.per_id(i).load();
     check(got == expected, "entity " + std::to_string(i) + " handled " + std::to_string(got) +
                                " messages, expected " + std::to_string(expected));
   }
@@ -254,26 +263,78 @@ run_result local_tell_clustered(std::size_t workers, std::int64_t entities, std:
 
 // -- remote_sharded_tell ------------------------------------------------------------------------
 
-run_result remote_sharded_tell(std::size_t workers, std::int64_t entities, std::int64_t messages,
-                               std::int64_t window) {
-  const auto ids = make_ids(entities);
-  etcd_model model;
-  auto tcp = [](boost::asio::any_io_executor ex) {
+tc::transport_factory tcp() {
+  return [](boost::asio::any_io_executor ex) {
     return std::make_shared<tc::tcp_transport>(ex, tc::tcp_options{});
   };
-  tallies t(ids.size());
-  cluster_member b("b", workers, model, tcp, {"127.0.0.1", 0});
-  cluster_member a("a", workers, model, tcp, {"127.0.0.1", 0});
-  auto hosted = b.start(&t, false);
+}
+
+/// Node b of remote_sharded_tell, in a child process (this program with --serve-sharded): joins
+/// the run's cluster on the etcd in TROUPE_ETCD_ENDPOINTS and hosts the entities, which count
+/// into the tallies file the parent made; a plain counter at /user/plain counts into a second
+/// one. Prints "READY <address>" and runs until stdin closes.
+int serve_sharded(int argc, char** argv) {
+  if (argc != 7) {
+    std::fprintf(stderr, "usage: %s --serve-sharded CLUSTER WORKERS ENTITIES TALLIES PLAIN\n",
+                 argv[0]);
+    return 2;
+  }
+  const auto entities = static_cast<std::size_t>(std::atoll(argv[4]));
+  tallies sharded(entities, argv[5], false);
+  tallies plain(entities, argv[6], false);
+  etcd_model model(etcd_endpoints_from_env(), argv[2]);
+  {
+    cluster_member b("b", static_cast<std::size_t>(std::atoi(argv[3])), model, tcp(),
+                     {"127.0.0.1", 0});
+    auto hosted = b.start(&sharded, false);
+    b.remote.expose(b.system.spawn<counter>("plain", &plain));
+    std::printf("READY %s\n", tc::to_string(b.remote.self().address).c_str());
+    std::fflush(stdout);
+    char buf[64];
+    while (::read(0, buf, sizeof buf) > 0) {
+    }
+  }
+  return 0;
+}
+
+/// Files removed when the run ends, however it ends.
+struct removed_at_end {
+  ~removed_at_end() {
+    for (const auto& p : paths) std::filesystem::remove(p);
+  }
+  std::vector<std::string> paths;
+};
+
+run_result remote_sharded_tell(std::size_t workers, std::int64_t entities, std::int64_t messages,
+                               std::int64_t window) {
+  const auto endpoints = etcd_endpoints_from_env();
+  if (endpoints.empty()) {
+    throw bench_failure(
+        "remote_sharded_tell runs node b in a process of its own, so the nodes need a real "
+        "etcd: set TROUPE_ETCD_ENDPOINTS (scripts/etcd.sh start prints it)");
+  }
+  const auto ids = make_ids(entities);
+  etcd_model model(endpoints);
+  const std::string files = "/dev/shm/troupe-" + model.cluster;
+  removed_at_end cleanup{{files + "-sharded", files + "-plain"}};
+  tallies t(ids.size(), files + "-sharded", true);
+  tallies plain(ids.size(), files + "-plain", true);
+  child_process b({"--serve-sharded", model.cluster, std::to_string(workers),
+                   std::to_string(entities), files + "-sharded", files + "-plain"},
+                  "node b");
+  std::optional<tc::node_address> b_address;
+  if (b.first_line().starts_with("READY ")) {
+    b_address = tc::parse_node_address(b.first_line().substr(6));
+  }
+  check(b_address.has_value(), "node b printed its address (it printed '" + b.first_line() + "')");
+  cluster_member a("a", workers, model, tcp(), {"127.0.0.1", 0});
   auto proxy = a.start(&t, true);
   // Every shard allocated to b and every entity active before the clock starts.
   tell_all(proxy, ids, entities, window, t);
   const double sharded = tell_all(proxy, ids, messages, window, t);
   check_per_id(t, 1 + messages / entities);
 
-  tallies plain(ids.size());
-  b.remote.expose(b.system.spawn<counter>("plain", &plain));
-  auto far = a.remote.ref_to<hit>(b.remote.self().address, "/user/plain");
+  auto far = a.remote.ref_to<hit>(*b_address, "/user/plain");
   tell_all(far, ids, entities, window, plain);
   const double direct = tell_all(far, ids, messages, window, plain);
   return {sharded, {{"remote_tell", direct}, {"ratio", sharded / direct}}};
@@ -301,12 +362,9 @@ run_result cold_activation_remote(std::size_t workers, std::int64_t samples, std
   std::size_t highest = 0;
   for (const auto& id : ids) highest = std::max<std::size_t>(highest, std::stoul(id.substr(1)));
   etcd_model model(etcd_endpoints_from_env());
-  auto tcp = [](boost::asio::any_io_executor ex) {
-    return std::make_shared<tc::tcp_transport>(ex, tc::tcp_options{});
-  };
   tallies t(highest + 1);
-  cluster_member b("b", workers, model, tcp, {"127.0.0.1", 0});
-  cluster_member a("a", workers, model, tcp, {"127.0.0.1", 0});
+  cluster_member b("b", workers, model, tcp(), {"127.0.0.1", 0});
+  cluster_member a("a", workers, model, tcp(), {"127.0.0.1", 0});
   auto hosted = b.start(&t, false, shards);
   auto proxy = a.start(&t, true, shards);
   // A first entity: the coordinator is elected and the connections are up.
@@ -315,7 +373,7 @@ run_result cold_activation_remote(std::size_t workers, std::int64_t samples, std
   std::vector<double> micros;
   micros.reserve(ids.size());
   for (const auto& id : ids) {
-    const std::int64_t before = t.handled.load();
+    const std::int64_t before = t.handled().load();
     const auto start = steady::now();
     proxy.tell(hit{id});
     wait_handled(t, before + 1, "entity " + id);
@@ -349,7 +407,8 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
        {{"entities", str(entities)},
         {"messages", str(million)},
         {"window", str(window)},
-        {"nodes", json_string("two, in one process, TCP on 127.0.0.1; a proxies to b")},
+        {"nodes", json_string("two processes, TCP on 127.0.0.1; a proxies to b")},
+        {"store", json_string("etcd on TROUPE_ETCD_ENDPOINTS")},
         {"sent_by", json_string("one non-actor thread on node a")}},
        [=](std::size_t w) { return remote_sharded_tell(w, entities, million, window); }});
   const std::int64_t samples = std::max<std::int64_t>(200 / shrink, 10);
@@ -398,6 +457,7 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "--serve-sharded") return serve_sharded(argc, argv);
   if (troupe::bench::failover::is_node(argc, argv)) {
     return troupe::bench::failover::serve_node(argc, argv);
   }
