@@ -6,6 +6,7 @@
 #include <boost/asio/detail/thread_info_base.hpp>
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -463,6 +464,10 @@ void scheduler::run_worker(worker& w) {
       }
       cpu_relax();
       if ((i & 63) == 63) {
+        // A few microseconds apart, the core goes to any other thread waiting for it: with
+        // more runnable threads than cores (a node's io thread, another process's workers),
+        // a spinner would otherwise hold the core the work it waits for must come from.
+        ::sched_yield();
         const auto now = std::chrono::steady_clock::now();
         if (now > until && !timer_due_soon(w, now)) break;
       }
