@@ -29,9 +29,7 @@ const message_registry::entry* message_registry::find(const std::type_info& type
 
 const message_registry::entry* message_registry::find(std::string_view type_name,
                                                       std::uint32_t version) const noexcept {
-  // Heterogeneous lookup would need a pair of string_view; the map is small and the I/O thread
-  // caches hits per connection, so building the key here is fine.
-  auto it = by_manifest_.find(std::make_pair(std::string(type_name), version));
+  auto it = by_manifest_.find(std::make_pair(type_name, version));
   return it == by_manifest_.end() ? nullptr : it->second.get();
 }
 

@@ -61,7 +61,18 @@ class message_registry {
   void insert(std::type_index type, entry e);
 
   std::unordered_map<std::type_index, std::shared_ptr<const entry>> by_type_;
-  std::map<std::pair<std::string, std::uint32_t>, std::shared_ptr<const entry>, std::less<>>
+  /// Orders manifests, and finds one by a name it does not own (a delivery decodes one per
+  /// message: no key string is built for the lookup).
+  struct manifest_order {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const std::pair<A, std::uint32_t>& a,
+                    const std::pair<B, std::uint32_t>& b) const noexcept {
+      const int names = std::string_view(a.first).compare(std::string_view(b.first));
+      return names < 0 || (names == 0 && a.second < b.second);
+    }
+  };
+  std::map<std::pair<std::string, std::uint32_t>, std::shared_ptr<const entry>, manifest_order>
       by_manifest_;
 };
 
