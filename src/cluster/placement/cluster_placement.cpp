@@ -237,8 +237,8 @@ void cluster_placement::end_flushes_locked(Pred done) {
 }
 
 bool cluster_placement::arrive(sharding::remote_arrival arrival) {
-  // The endpoint is one actor: arrivals come one at a time, in order, and the lock keeps them
-  // behind the early ones.
+  // Arrivals come on each connection's inbound thread, in that connection's order; the lock
+  // keeps them behind the early ones.
   std::lock_guard lock(mutex_);
   // This node's own flush marker, passed back here: the region ends that flush itself.
   if (arrival.flush_token != 0) own_flushes_.erase(arrival.flush_token);

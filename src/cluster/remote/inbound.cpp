@@ -36,9 +36,12 @@ void inbound::start() {
 
 void inbound::on_data(std::span<const std::byte> bytes) {
   if (closing_) return;
-  if (!decoder_.feed(bytes, [this](const wire::frame_view& f) {
-        if (!closing_) on_frame(f);
-      })) {
+  const bool fed = decoder_.feed(bytes, [this](const wire::frame_view& f) {
+    if (!closing_) on_frame(f);
+  });
+  // Once per read, not per frame: a read holds many frames, and the time is all heartbeats need.
+  if (peer_) peer_->heard_from();
+  if (!fed) {
     core_.counters.frames_refused.fetch_add(1, std::memory_order_relaxed);
     troupe::logger()->warn("remote: closing the connection from {}: {}",
                            peer_ ? to_string(from_) : stream_->describe(), decoder_.error());
@@ -56,7 +59,6 @@ void inbound::on_frame(const wire::frame_view& f) {
     on_handshake(f);
     return;
   }
-  peer_->heard_from();
   byte_reader r(f.payload);
   switch (f.kind) {
     case wire::frame_kind::message:
