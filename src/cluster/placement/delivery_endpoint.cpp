@@ -161,6 +161,8 @@ void deliver(const actor_ref<sharded_delivery>& to, const message_registry::entr
   d.entity_id = entity_id;
   d.manifest = entry.manifest.type_name;
   d.version = entry.manifest.version;
+  // Room for a typical message at once, not a reallocation at each doubling.
+  d.payload.reserve(64);
   persistence::byte_writer w(d.payload);
   entry.encode(w, message);
   to.tell(std::move(d), sender);

@@ -33,11 +33,19 @@ class byte_writer {
   void write_byte(std::byte b) { out_.push_back(b); }
 
   void write_varint(std::uint64_t v) {
+    if (v < 0x80) {
+      out_.push_back(static_cast<std::byte>(v));
+      return;
+    }
+    // Built on the stack and appended at once: one capacity check instead of one per byte.
+    std::byte group[10];
+    std::size_t n = 0;
     while (v >= 0x80) {
-      out_.push_back(static_cast<std::byte>((v & 0x7f) | 0x80));
+      group[n++] = static_cast<std::byte>((v & 0x7f) | 0x80);
       v >>= 7;
     }
-    out_.push_back(static_cast<std::byte>(v));
+    group[n++] = static_cast<std::byte>(v);
+    write_raw({group, n});
   }
 
   void write_zigzag(std::int64_t v) {
