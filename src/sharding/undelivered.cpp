@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <new>
+#include <system_error>
 
 namespace troupe::sharding::detail {
 
@@ -12,6 +13,16 @@ std::string describe_current_exception() {
     return e.what();
   } catch (...) {
     return "an exception not derived from std::exception";
+  }
+}
+
+std::error_code current_exception_code(errc otherwise) noexcept {
+  try {
+    throw;
+  } catch (const std::system_error& e) {
+    return e.code();
+  } catch (...) {
+    return make_error_code(otherwise);
   }
 }
 

@@ -80,6 +80,9 @@ class manual_placement final : public placement {
                    const std::string& entity_id, const void* message,
                    const troupe::untyped_ref&) override {
     const auto& m = *static_cast<const note*>(message);
+    // The cluster throws a troupe::error with its own code (node_unreachable) for a node that
+    // left; its code reaches the dead letter.
+    if (m.n == -2) throw troupe::error(troupe::errc::recipient_terminated, "node-b left");
     if (m.n < 0) throw std::runtime_error("cannot encode a negative note");
     std::lock_guard lock(mutex_);
     sent_.push_back({home.node, home.epoch, shard, entity_id, m.n, ++order_});
@@ -346,6 +349,7 @@ TEST_P(PlacementRouting, AShardOnAnotherNodeGetsItsMessagesInOrderThroughThePlac
   f.system.run_until_idle();
   for (int i = 5; i < 8; ++i) f.region.tell(note{"a", i});
   f.region.tell(note{"a", -1});  // cannot be encoded: a dead letter saying why, the rest go on
+  f.region.tell(note{"a", -2});  // its node is gone: a dead letter with the sender's code
   f.region.tell(note{"a", 8});
   f.system.run_until_idle();
   const auto sent = f.homes->sent_out();
@@ -360,6 +364,10 @@ TEST_P(PlacementRouting, AShardOnAnotherNodeGetsItsMessagesInOrderThroughThePlac
   const auto d = dead.expect_message();
   EXPECT_NE(d.reason.find("node-b"), std::string::npos) << d.reason;
   EXPECT_NE(d.reason.find("negative"), std::string::npos) << d.reason;
+  EXPECT_EQ(d.code, make_error_code(troupe::errc::message_copy_failed));
+  const auto gone = dead.expect_message();
+  EXPECT_NE(gone.reason.find("node-b left"), std::string::npos) << gone.reason;
+  EXPECT_EQ(gone.code, make_error_code(troupe::errc::recipient_terminated));
   f.out.expect_no_message(1ms);  // nothing ran here
   EXPECT_TRUE(f.epochs->empty());
   EXPECT_EQ(cluster_sharding::get(f.system).state("noter").buffered, 0U);

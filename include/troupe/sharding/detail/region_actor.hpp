@@ -464,8 +464,10 @@ class region_actor final : public actor<region_message<M>> {
         if (const auto* remote = std::get_if<placed_remote>(&home);
             remote != nullptr && remote->epoch > sent_at_epoch && setup_->homes->routes_remote()) {
           std::string why;
-          if (!send_remote(*remote, shard, entry, id, message, this->context().sender(), why)) {
-            reject(message, std::move(why), errc::message_copy_failed);
+          std::error_code code;
+          if (!send_remote(*remote, shard, entry, id, message, this->context().sender(), why,
+                           code)) {
+            reject(message, std::move(why), code);
           }
           return;
         }
@@ -486,14 +488,17 @@ class region_actor final : public actor<region_message<M>> {
   }
 
   /// Sends `message` to the shard's remote home; false (with the reason) when it cannot go.
+  /// Sends to the remote home, or says why not (`code` from the placement's exception when it
+  /// carries one, such as a node that left).
   bool send_remote(const placed_remote& home, shard_id shard, shard_entry& entry,
                    const std::string& id, const M& message, const untyped_ref& sender,
-                   std::string& why) {
+                   std::string& why, std::error_code& code) {
     try {
       setup_->homes->send_remote(home, shard, id, &message, sender);
       entry.sent_to = home;
       return true;
     } catch (...) {
+      code = current_exception_code(errc::message_copy_failed);
       why = "cannot send to node " + home.node + ": " + describe_current_exception();
       return false;
     }
@@ -726,15 +731,14 @@ class region_actor final : public actor<region_message<M>> {
         continue;
       }
       std::string why = "empty entity id";
+      std::error_code code = make_error_code(errc::invalid_entity_id);
       if (!p.entity_id.empty() && send_remote(home, shard, entry, p.entity_id, *p.message,
-                                              untyped_ref(p.envelope->sender), why)) {
+                                              untyped_ref(p.envelope->sender), why, code)) {
         continue;
       }
-      dead_letter_in_place(
-          this->context().system().dead_letters(), std::move(p.envelope), *p.message,
-          this->context().path(),
-          p.entity_id.empty() ? errc::invalid_entity_id : errc::message_copy_failed,
-          "region " + setup_->settings.type_name + ": " + why);
+      dead_letter_in_place(this->context().system().dead_letters(), std::move(p.envelope),
+                           *p.message, this->context().path(), code,
+                           "region " + setup_->settings.type_name + ": " + why);
     }
     open_remote(shard, entry, home);
   }
@@ -760,7 +764,7 @@ class region_actor final : public actor<region_message<M>> {
     struct unsent {
       std::unique_ptr<troupe::detail::envelope_base> envelope;
       M* message;
-      errc code;
+      std::error_code code;
       std::string why;
     };
     std::vector<unsent> failed;
@@ -774,15 +778,15 @@ class region_actor final : public actor<region_message<M>> {
         try {
           message = message_of(*owned, id);
           if (id.empty()) {
-            failed.push_back(
-                {std::move(owned), message, errc::invalid_entity_id, "empty entity id"});
+            failed.push_back({std::move(owned), message, make_error_code(errc::invalid_entity_id),
+                              "empty entity id"});
             return;
           }
           link->send(id, message, untyped_ref(owned->sender));
         } catch (...) {
           if (message != nullptr) {
             failed.push_back(
-                {std::move(owned), message, errc::message_copy_failed,
+                {std::move(owned), message, current_exception_code(errc::message_copy_failed),
                  "cannot send to node " + home.node + ": " + describe_current_exception()});
           }
           // Else the extractor threw: the message goes with its envelope, unread.
@@ -1060,6 +1064,9 @@ class region_actor final : public actor<region_message<M>> {
   /// Publishes `message`, which lives in the envelope being handled, as a dead letter (without
   /// moving it: its move may be what failed).
   void reject(M& message, std::string reason, errc code = errc::invalid_entity_id) {
+    reject(message, std::move(reason), make_error_code(code));
+  }
+  void reject(M& message, std::string reason, std::error_code code) {
     auto* e = this->context().cell().release_current();
     if (e == nullptr) return;  // not in a handler: cannot happen
     dead_letter_in_place(this->context().system().dead_letters(),

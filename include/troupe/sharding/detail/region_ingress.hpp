@@ -261,6 +261,7 @@ class region_ingress final : public region_forwarder {
     bool ask_start = false;
     bool closed = false;
     std::string unsent;  // why the shard's remote home could not be sent the message
+    std::error_code unsent_code;
     {
       std::lock_guard lock(route->lock);
       switch (route->state) {
@@ -275,6 +276,7 @@ class region_ingress final : public region_forwarder {
             held.reset();  // encoded and on its way
             return true;
           } catch (...) {
+            unsent_code = current_exception_code(errc::message_copy_failed);
             unsent = "cannot send to node " + route->remote_home.node + ": " +
                      describe_current_exception();
           }
@@ -296,7 +298,7 @@ class region_ingress final : public region_forwarder {
     if (!unsent.empty()) {
       M& payload = payload_of(*held);
       dead_letter_in_place(troupe::detail::dead_letters_of(*owner()), std::move(held), payload,
-                           path(), errc::message_copy_failed,
+                           path(), unsent_code,
                            "region " + setup_->settings.type_name + ": " + unsent);
     } else if (ask_start) {
       tell_region(start_shard{shard});

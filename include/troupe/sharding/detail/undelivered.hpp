@@ -11,6 +11,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <system_error>
 #include <typeinfo>
 #include <utility>
 
@@ -18,6 +19,10 @@ namespace troupe::sharding::detail {
 
 /// What the exception in flight says: its what(), or that it is not a std::exception.
 std::string describe_current_exception();
+
+/// The code of the exception in flight when it carries one (a troupe::error, such as the
+/// cluster's node_unreachable for a send to a node that left), else `otherwise`.
+std::error_code current_exception_code(errc otherwise) noexcept;
 
 /// The reason for a message that could not be copied or moved, naming the exception in flight.
 std::string copy_failure_reason();
@@ -44,7 +49,8 @@ struct borrowed_envelope final : troupe::detail::envelope_base {
 template <class M>
 void dead_letter_in_place(dead_letter_office& office,
                           std::unique_ptr<troupe::detail::envelope_base> holder, M& message,
-                          std::string recipient, errc code, std::string reason) noexcept {
+                          std::string recipient, std::error_code code,
+                          std::string reason) noexcept {
   troupe::detail::envelope_base* e = nullptr;
   if (holder->payload() == &message && holder->type() == typeid(M)) {
     e = holder.release();
@@ -55,7 +61,15 @@ void dead_letter_in_place(dead_letter_office& office,
       e = holder.release();  // out of memory: the holder goes as it is
     }
   }
-  office.publish(e, std::move(recipient), make_error_code(code), std::move(reason));
+  office.publish(e, std::move(recipient), code, std::move(reason));
+}
+
+template <class M>
+void dead_letter_in_place(dead_letter_office& office,
+                          std::unique_ptr<troupe::detail::envelope_base> holder, M& message,
+                          std::string recipient, errc code, std::string reason) noexcept {
+  dead_letter_in_place(office, std::move(holder), message, std::move(recipient),
+                       make_error_code(code), std::move(reason));
 }
 
 }  // namespace troupe::sharding::detail
