@@ -239,10 +239,11 @@ run_result run(std::size_t workers, std::int64_t entities, bool measure_memory) 
 namespace churn {
 
 /// Message i goes to id "p<i % window>"; at most `max_entities` are active, so (with a window
-/// larger than the cap) every message activates an entity and the LRU cap passivates another.
+/// larger than the cap) a message finds its entity passivated and the LRU cap passivates another.
 /// With a window only a little larger than the cap, an id comes back soon after the cap
-/// passivated it, often while the shard's report of that stop is still on its way to the region:
-/// the run fails when more than `max_entities` entities are left running.
+/// passivated it, often while its entity is still stopping: the message waits in the shard and
+/// starts the next incarnation, with whatever else waited. The run fails when more than
+/// `max_entities` entities are left running, or when the ids were not started again.
 run_result run(std::size_t workers, std::int64_t window, std::int64_t messages,
                std::size_t max_entities) {
   check(messages % window == 0, "messages must be a multiple of the window");
@@ -274,11 +275,17 @@ run_result run(std::size_t workers, std::int64_t window, std::int64_t messages,
   region = {};
   const double teardown = shut_down(system);
   check_counts(t, messages / window);  // every message handled exactly once
-  check(activations == messages, std::to_string(activations) + " activations for " +
-                                     std::to_string(messages) +
-                                     " messages: some message found its entity still active");
+  // A message for an entity still stopping waits in its shard and starts the next incarnation,
+  // which gets every message that waited: fewer activations than messages once stops lag
+  // behind the sender. Churn still means each id started again, at least once per round.
+  const std::int64_t rounds = messages / window;
+  check(activations >= window + (rounds - 1) && activations <= messages,
+        std::to_string(activations) + " activations for " + std::to_string(messages) +
+            " messages over " + std::to_string(window) + " ids: the cap did not churn them");
   return {static_cast<double>(activations) / seconds,
           {{"activations", static_cast<double>(activations)},
+           {"messages_per_activation",
+            static_cast<double>(messages) / static_cast<double>(activations)},
            {"active_after_run", static_cast<double>(active_after)},
            {"teardown_s", teardown}}};
 }
@@ -338,7 +345,7 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
                                           "after the cap passivated it")},
                     {"passivation", json_string("LRU cap only (idle off)")},
                     {"checked", json_string("every message handled once; at most max_entities "
-                                            "left running")},
+                                            "left running; entities started again")},
                     {"timed", json_string("from the first tell until every message handled")}},
                    [=](std::size_t w) { return churn::run(w, window, churn_messages, cap); }});
   // bytes_per_idle_entity_uuid (sharding_memory.cpp).
