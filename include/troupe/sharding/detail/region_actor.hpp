@@ -487,9 +487,8 @@ class region_actor final : public actor<region_message<M>> {
     ++buffered_;
   }
 
-  /// Sends `message` to the shard's remote home; false (with the reason) when it cannot go.
-  /// Sends to the remote home, or says why not (`code` from the placement's exception when it
-  /// carries one, such as a node that left).
+  /// Sends `message` to the shard's remote home; false when it cannot go, with the reason and
+  /// its code (the placement's, such as a node that left, when its exception carries one).
   bool send_remote(const placed_remote& home, shard_id shard, shard_entry& entry,
                    const std::string& id, const M& message, const untyped_ref& sender,
                    std::string& why, std::error_code& code) {
