@@ -87,14 +87,11 @@ class byte_reader {
   }
 
   std::uint64_t read_varint() {
-    std::uint64_t value = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      auto b = static_cast<std::uint64_t>(read_byte());
-      if (shift == 63 && b > 1) fail("varint overflows 64 bits");
-      value |= (b & 0x7f) << shift;
-      if ((b & 0x80) == 0) return value;
+    // Most varints (lengths, slots, small numbers) are one byte: no loop for those.
+    if (pos_ < in_.size() && static_cast<std::uint8_t>(in_[pos_]) < 0x80) {
+      return static_cast<std::uint8_t>(in_[pos_++]);
     }
-    fail("varint longer than 10 bytes");
+    return read_long_varint();
   }
 
   std::int64_t read_zigzag() {
@@ -151,6 +148,17 @@ class byte_reader {
   };
 
  private:
+  std::uint64_t read_long_varint() {
+    std::uint64_t value = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      auto b = static_cast<std::uint64_t>(read_byte());
+      if (shift == 63 && b > 1) fail("varint overflows 64 bits");
+      value |= (b & 0x7f) << shift;
+      if ((b & 0x80) == 0) return value;
+    }
+    fail("varint longer than 10 bytes");
+  }
+
   void require(std::size_t n, const char* what) const {
     if (n > remaining()) fail(std::string("truncated input, expected ") + what);
   }
