@@ -121,12 +121,12 @@ void wait_handled(const tallies& t, std::int64_t n, const std::string& what) {
 double tell_all(const troupe::actor_ref<hit>& to, const std::vector<std::string>& ids,
                 std::int64_t messages, std::int64_t window, tallies& t) {
   const std::int64_t before = t.handled().load();
+  std::int64_t seen = before;  // read again only at the window: the entities write it
   const auto start = steady::now();
   for (std::int64_t i = 0; i < messages; ++i) {
-    if (window > 0) {
-      while (before + i - t.handled().load(std::memory_order_acquire) >= window) {
-        std::this_thread::yield();
-      }
+    while (window > 0 && before + i - seen >= window) {
+      seen = t.handled().load(std::memory_order_acquire);
+      if (before + i - seen >= window) std::this_thread::yield();
     }
     to.tell(hit{ids[static_cast<std::size_t>(i) % ids.size()]});
   }
