@@ -376,16 +376,11 @@ std::int64_t answers_after_fencing(const std::string& cluster, const std::string
   auto endpoint = probe.ref_to<tc::sharded_delivery>(at, "/system/cluster-deliveries");
   std::int64_t answered = 0;
   for (const auto& id : ids) {
-    tc::sharded_delivery d;
+    auto d = tc::sharded_delivery::carrying(*entry, account_command(get_balance{id}));
     d.type = "account";
     d.shard = troupe::sharding::shard_of(id, shard_count);
     d.epoch = 1;
     d.entity_id = id;
-    d.manifest = entry->manifest.type_name;
-    d.version = entry->manifest.version;
-    const account_command ask_balance = get_balance{id};
-    tp::byte_writer w(d.payload);
-    entry->encode(w, &ask_balance);
     try {
       const receipt r = endpoint.ask<receipt>(std::move(d), 300ms, troupe::use_future).get();
       answered += r.node == cut_off ? 1 : 0;

@@ -245,8 +245,8 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
       spawn_options{"cluster-coordinators"},
       std::shared_ptr<const coordinator_directory>(s->runners));
   remote.expose(s->endpoint);
-  s->deliveries = delivery_endpoint::start(
-      system, std::shared_ptr<const placement_directory>(s->placed_types), remote.registry());
+  s->deliveries =
+      delivery_endpoint::start(system, std::shared_ptr<const placement_directory>(s->placed_types));
   remote.expose(s->deliveries);
 
   // Membership, not heartbeats, decides when a node is gone.

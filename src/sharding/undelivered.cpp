@@ -26,6 +26,11 @@ std::error_code current_exception_code(errc otherwise) noexcept {
   }
 }
 
+send_failure current_send_failure(const std::string& node) {
+  return {current_exception_code(errc::message_copy_failed),
+          "cannot send to node " + node + ": " + describe_current_exception()};
+}
+
 std::string copy_failure_reason() {
   try {
     throw;

@@ -162,8 +162,9 @@ struct member {
   member(test::network& net, std::shared_ptr<consensus_store> client,
          const std::string& cluster_name, const std::string& name,
          std::shared_ptr<troupe::clock> clock, duration ttl = 2s, duration margin = 500ms,
-         std::vector<std::string> roles = {}, remote_options remote = {})
-      : node(net, registry(), std::move(remote), name), store(std::move(client)) {
+         std::vector<std::string> roles = {}, remote_options remote = {},
+         std::shared_ptr<message_registry> messages = registry())
+      : node(net, std::move(messages), std::move(remote), name), store(std::move(client)) {
     auto options = cluster_node_options{}
                        .with_cluster_name(cluster_name)
                        .with_node(name)
@@ -444,6 +445,45 @@ TEST_F(cluster_node_test, only_nodes_with_the_role_host_a_type_and_the_others_ro
   EXPECT_EQ(answer.get().node, "a") << "an ask through the proxy is answered by the host";
   EXPECT_TRUE(a.cluster->leads("recorder"));
   (void)to_a;
+}
+
+TEST_F(cluster_node_test,
+       a_message_the_owner_cannot_read_is_a_dead_letter_there_and_its_ask_fails_at_once) {
+  auto newer = std::make_shared<message_registry>();
+  add_cluster_messages(*newer);
+  newer->add<note>("test.cluster_node.note", 2).add<seen>("test.cluster_node.seen");
+  member a(net_, etcd_.client(io_.executor()), "troupe", "a", clock_);
+  member b(net_, etcd_.client(io_.executor()), "troupe", "b", clock_, 2s, 500ms, {"backend"}, {},
+           newer);
+  for (member* m : {&a, &b}) m->cluster->joined().get();
+  auto start = [&](member& m, const std::string& name) {
+    return cluster_sharding::get(m.node.system)
+        .start(sharding_options<note>::create()
+                   .with_type_name("recorder")
+                   .with_role("backend")
+                   .with_entity<recorder>(name, book_)
+                   .with_extract_entity_id([](const note& n) { return n.id; })
+                   .with_num_shards(8));
+  };
+  auto to_a = start(a, "a");  // routes to b, which alone has the role
+  auto to_b = start(b, "b");
+  await_condition([&] { return a.cluster->ready("recorder") && b.cluster->ready("recorder"); }, 5s,
+                  "both regions ready");
+  troupe::testkit::test_probe<troupe::dead_letter> letters(b.node.system, "letters");
+  b.node.system.dead_letters().subscribe(letters.ref());
+
+  auto answer = to_a.ask<seen>(note{"room-1", 1, 0, true}, 60s, troupe::use_future);
+  const auto letter = letters.expect_message(5s);
+  EXPECT_NE(letter.reason.find("sharded type 'recorder': no message type registered as "
+                               "'test.cluster_node.note' v1"),
+            std::string::npos)
+      << letter.reason;
+  ASSERT_EQ(answer.wait_for(5s), std::future_status::ready) << "should not wait 60 s";
+  EXPECT_THROW(answer.get(), std::exception);
+  // b's own messages, in the version it knows, still reach its entities.
+  to_b.tell(note{"room-1", 2});
+  await_condition([&] { return book_->delivered_all({"room-1"}, 1); }, 5s,
+                  "b's own message delivered");
 }
 
 TEST_F(cluster_node_test,

@@ -132,9 +132,11 @@ class placement {
   class remote_link {
    public:
     virtual ~remote_link() = default;
-    /// Sends as send_remote() does; safe on any thread. Throws when it cannot.
+    /// Sends `message` as send_remote() does, with the sender of `held`, the envelope it is in;
+    /// safe on any thread. Takes `held` when it sends (the message is encoded from it later,
+    /// not copied now); throws when it cannot, leaving `held` as it was.
     virtual void send(const std::string& entity_id, const void* message,
-                      const untyped_ref& sender) = 0;
+                      std::unique_ptr<troupe::detail::envelope_base>& held) = 0;
   };
   /// A link to `home` for `shard`'s messages. The default goes through send_remote(); a
   /// placement may prepare the way once instead (the connection, the names every message
@@ -161,9 +163,11 @@ class placement {
   }
 
  protected:
-  /// A placement whose node's lease sets the deadline of `standing`.
+  /// A placement whose node's lease sets the deadline of `standing` (null: a standing of its
+  /// own, lost only when it fences).
   explicit placement(std::shared_ptr<troupe::detail::node_standing> standing)
-      : standing_(std::move(standing)) {}
+      : standing_(standing ? std::move(standing)
+                           : std::make_shared<troupe::detail::node_standing>()) {}
   /// The node fenced itself: see fenced().
   void mark_fenced() noexcept { standing_->revoke(); }
 
@@ -179,8 +183,9 @@ inline std::shared_ptr<placement::remote_link> placement::link_to(const placed_r
     through_send_remote(placement& homes, placed_remote home, shard_id shard)
         : homes_(homes), home_(std::move(home)), shard_(shard) {}
     void send(const std::string& entity_id, const void* message,
-              const untyped_ref& sender) override {
-      homes_.send_remote(home_, shard_, entity_id, message, sender);
+              std::unique_ptr<troupe::detail::envelope_base>& held) override {
+      homes_.send_remote(home_, shard_, entity_id, message, untyped_ref(held->sender));
+      held.reset();
     }
 
    private:

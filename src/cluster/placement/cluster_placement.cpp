@@ -78,8 +78,7 @@ cluster_placement::cluster_placement(token, std::shared_ptr<consensus_store> sto
                                      std::shared_ptr<troupe::clock> clock,
                                      cluster_placement_options options, fence_raiser raise_fence,
                                      home_request ask)
-    : placement(options.standing ? options.standing
-                                 : std::make_shared<troupe::detail::node_standing>()),
+    : placement(options.standing),
       store_(std::move(store)),
       clock_(std::move(clock)),
       options_(std::move(options)),
@@ -236,7 +235,7 @@ void cluster_placement::end_flushes_locked(Pred done) {
   }
 }
 
-bool cluster_placement::arrive(sharding::remote_arrival arrival) {
+bool cluster_placement::arrive(sharding::remote_arrival& arrival) {
   // Arrivals come on each connection's inbound thread, in that connection's order; the lock
   // keeps them behind the early ones.
   std::lock_guard lock(mutex_);

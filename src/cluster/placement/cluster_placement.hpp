@@ -144,9 +144,10 @@ class cluster_placement final : public sharding::placement,
                     std::uint64_t token) override;
   /// The answer to this node's flush `token` came (through the delivery endpoint).
   void flushed(sharding::shard_id shard, std::uint64_t token);
-  /// Hands the region a message another node sent here; false when no region listens (any
-  /// more, or already more than a few before the region started: those wait for it).
-  bool arrive(sharding::remote_arrival arrival);
+  /// Hands the region a message another node sent here, taking it; false, leaving it, when no
+  /// region listens (any more, or already more than a few before the region started: those
+  /// wait for it).
+  bool arrive(sharding::remote_arrival& arrival);
 
   /// The region is registered and the first state read is in.
   [[nodiscard]] bool ready() const;

@@ -11,11 +11,9 @@
 namespace troupe::cluster {
 
 untyped_ref delivery_endpoint::start(actor_system& system,
-                                     std::shared_ptr<const placement_directory> placements,
-                                     std::shared_ptr<const message_registry> registry) {
+                                     std::shared_ptr<const placement_directory> placements) {
   return untyped_ref(troupe::detail::intrusive_ptr<troupe::detail::actor_target>(
-      new delivery_endpoint(system.impl(), std::move(placements), std::move(registry)),
-      troupe::detail::adopt));
+      new delivery_endpoint(system.impl(), std::move(placements)), troupe::detail::adopt));
 }
 
 void delivery_endpoint::close(const untyped_ref& endpoint) {
@@ -73,34 +71,25 @@ void delivery_endpoint::receive(sharded_delivery& d, const untyped_ref& sender,
     marker.epoch = d.epoch;
     marker.flush_token = d.flush;
     marker.reply_to = sender;
-    if (!placement->arrive(std::move(marker))) {
+    if (!placement->arrive(marker)) {
       refuse(std::move(in), make_error_code(troupe::errc::recipient_terminated),
              "sharded type '" + d.type + "': its region is not running");
     }
     return;
   }
-  const message_registry::entry* entry = registry_->find(d.manifest, d.version);
-  if (entry == nullptr) {
-    refuse(std::move(in), make_error_code(errc::unknown_manifest),
-           "sharded type '" + d.type + "': no message type registered as '" + d.manifest + "' v" +
-               std::to_string(d.version));
-    return;
-  }
-  std::unique_ptr<troupe::detail::envelope_base> message;
-  try {
-    message.reset(entry->decode(d.payload));
-  } catch (const std::exception& e) {
+  if (!d.message) {
     refuse(std::move(in), make_error_code(errc::decode_error),
-           "sharded type '" + d.type + "': message '" + d.manifest + "' undecodable: " + e.what());
+           "sharded type '" + d.type + "': the delivery carries no message");
     return;
   }
-  message->sender = sender.target_ptr();
+  d.message->sender = sender.target_ptr();
   sharding::remote_arrival arrival;
   arrival.shard = d.shard;
   arrival.epoch = d.epoch;
   arrival.entity_id = std::move(d.entity_id);
-  arrival.message = std::move(message);
-  if (!placement->arrive(std::move(arrival))) {
+  arrival.message = std::move(d.message);
+  if (!placement->arrive(arrival)) {
+    d.message = std::move(arrival.message);  // the dead letter carries it
     refuse(std::move(in), make_error_code(troupe::errc::recipient_terminated),
            "sharded type '" + d.type + "': its region is not running");
   }
@@ -150,20 +139,28 @@ std::shared_ptr<endpoint_refs> make_endpoint_refs(remote_node& remote) {
 
 namespace {
 
-/// Encodes `message` with `entry` and tells it to `to`, the owner's endpoint.
-void deliver(const actor_ref<sharded_delivery>& to, const message_registry::entry& entry,
-             const std::string& type, sharding::shard_id shard, sharding::shard_epoch epoch,
-             const std::string& entity_id, const void* message, const untyped_ref& sender) {
+/// A delivery of `entity_id`'s message for `shard` at `epoch`, without the message yet.
+sharded_delivery addressed(const message_registry::entry& entry, const std::string& type,
+                           sharding::shard_id shard, sharding::shard_epoch epoch,
+                           const std::string& entity_id) {
   sharded_delivery d;
   d.type = type;
   d.shard = shard;
   d.epoch = epoch;
   d.entity_id = entity_id;
-  d.manifest = entry.manifest.type_name;
-  d.version = entry.manifest.version;
+  d.entry = &entry;
+  return d;
+}
+
+/// Encodes `message` with `entry` now (its sender keeps it) and tells it to `to`, the owner's
+/// endpoint.
+void deliver(const actor_ref<sharded_delivery>& to, const message_registry::entry& entry,
+             const std::string& type, sharding::shard_id shard, sharding::shard_epoch epoch,
+             const std::string& entity_id, const void* message, const untyped_ref& sender) {
+  sharded_delivery d = addressed(entry, type, shard, epoch, entity_id);
   // Room for a typical message at once, not a reallocation at each doubling.
-  d.payload.reserve(64);
-  persistence::byte_writer w(d.payload);
+  d.encoded.reserve(64);
+  persistence::byte_writer w(d.encoded);
   entry.encode(w, message);
   to.tell(std::move(d), sender);
 }
@@ -181,8 +178,19 @@ class endpoint_link final : public sharding::placement::remote_link {
         shard_(shard),
         epoch_(epoch) {}
 
-  void send(const std::string& entity_id, const void* message, const untyped_ref& sender) override {
-    deliver(to_, entry_, type_, shard_, epoch_, entity_id, message, sender);
+  void send(const std::string& entity_id, const void* message,
+            std::unique_ptr<troupe::detail::envelope_base>& held) override {
+    // The id first: it may be inside the envelope.
+    sharded_delivery d = addressed(entry_, type_, shard_, epoch_, entity_id);
+    const untyped_ref sender(held->sender);
+    d.value = message;
+    d.message = std::move(held);
+    try {
+      to_.tell(std::move(d), sender);
+    } catch (...) {
+      if (d.message) held = std::move(d.message);  // not taken: its sender still has it
+      throw;
+    }
   }
 
  private:

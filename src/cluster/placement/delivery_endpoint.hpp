@@ -1,11 +1,12 @@
 #pragma once
 /// How a region's messages reach a shard on another node: the sending region's placement
-/// encodes the message under its manifest into a sharded_delivery and tells it to the owner's
-/// delivery endpoint, `/system/cluster-deliveries`, which every node runs and exposes. The
-/// endpoint decodes it and hands it to the placement of its type, which passes it to the
-/// region; the region delivers it only where its own placement says the shard lives now
-/// (docs/cluster.md, "Routing across nodes"). Remoting keeps the order of one sender's messages
-/// to one recipient, so a region's messages to a node arrive in the order it sent them.
+/// puts the message in a sharded_delivery and tells it to the owner's delivery endpoint,
+/// `/system/cluster-deliveries`, which every node runs and exposes; the remoting encodes the
+/// message under its own manifest and decodes it there. The endpoint hands it to the placement
+/// of its type, which passes it to the region; the region delivers it only where its own placement
+/// says the shard lives now (docs/cluster.md, "Routing across nodes"). Remoting keeps the order of
+/// one sender's messages to one recipient, so a region's messages to a node arrive in the order it
+/// sent them.
 
 #include <troupe/cluster/cluster_messages.hpp>
 #include <troupe/cluster/message_registry.hpp>
@@ -31,21 +32,19 @@ using placement_directory = named_directory<cluster_placement>;
 
 /// Hands the messages other nodes' regions send here to the placements of their types. Not an
 /// actor: it does its work on the thread that delivers the message (the inbound connection's,
-/// which keeps each sender's order), with no mailbox or turn per message; it only decodes and
-/// hands on, without blocking. A delivery it cannot hand on (a type not running here, an
-/// unknown manifest, bad bytes, another message type) is a dead letter with the reason; nothing
-/// else is affected.
+/// which keeps each sender's order), with no mailbox or turn per message; it only hands on,
+/// without blocking. A delivery it cannot hand on (a type not running here, another message
+/// type) is a dead letter with the reason, as the remoting makes one it cannot decode (an
+/// unknown manifest, bad bytes); nothing else is affected.
 class delivery_endpoint final : public troupe::detail::actor_target {
  public:
   delivery_endpoint(troupe::detail::system_impl& system,
-                    std::shared_ptr<const placement_directory> placements,
-                    std::shared_ptr<const message_registry> registry)
-      : system_(system), placements_(std::move(placements)), registry_(std::move(registry)) {}
+                    std::shared_ptr<const placement_directory> placements)
+      : system_(system), placements_(std::move(placements)) {}
 
   /// A ref to a new endpoint.
   static untyped_ref start(actor_system& system,
-                           std::shared_ptr<const placement_directory> placements,
-                           std::shared_ptr<const message_registry> registry);
+                           std::shared_ptr<const placement_directory> placements);
   /// What comes after this is a dead letter (the node is going away).
   static void close(const untyped_ref& endpoint);
 
@@ -66,7 +65,6 @@ class delivery_endpoint final : public troupe::detail::actor_target {
 
   troupe::detail::system_impl& system_;
   std::shared_ptr<const placement_directory> placements_;
-  std::shared_ptr<const message_registry> registry_;
   std::atomic<bool> closed_{false};
 };
 

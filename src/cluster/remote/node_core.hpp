@@ -126,4 +126,8 @@ struct codec_scope {
   codec_scope& operator=(const codec_scope&) = delete;
 };
 
+/// The registry of the remoting encoding or decoding on this thread now; null outside a
+/// codec_scope. A message that carries another message reads it through it.
+const message_registry* registry_in_scope() noexcept;
+
 }  // namespace troupe::cluster::detail

@@ -13,6 +13,10 @@ codec_scope::codec_scope(node_core* c, peer* t, const node_id* f) : core(c), to(
 }
 codec_scope::~codec_scope() { tls_scope = nullptr; }
 
+const message_registry* registry_in_scope() noexcept {
+  return tls_scope != nullptr ? tls_scope->core->options().registry.get() : nullptr;
+}
+
 void encode_actor_ref(persistence::byte_writer& w, const untyped_ref& ref) {
   if (tls_scope == nullptr || tls_scope->to == nullptr) {
     throw cluster_error(errc::invalid_address,

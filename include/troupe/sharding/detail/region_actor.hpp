@@ -463,11 +463,9 @@ class region_actor final : public actor<region_message<M>> {
         }
         if (const auto* remote = std::get_if<placed_remote>(&home);
             remote != nullptr && remote->epoch > sent_at_epoch && setup_->homes->routes_remote()) {
-          std::string why;
-          std::error_code code;
-          if (!send_remote(*remote, shard, entry, id, message, this->context().sender(), why,
-                           code)) {
-            reject(message, std::move(why), code);
+          send_failure failure;
+          if (!send_remote(*remote, shard, entry, id, message, this->context().sender(), failure)) {
+            reject(message, std::move(failure.why), failure.code);
           }
           return;
         }
@@ -491,14 +489,13 @@ class region_actor final : public actor<region_message<M>> {
   /// its code (the placement's, such as a node that left, when its exception carries one).
   bool send_remote(const placed_remote& home, shard_id shard, shard_entry& entry,
                    const std::string& id, const M& message, const untyped_ref& sender,
-                   std::string& why, std::error_code& code) {
+                   send_failure& failure) {
     try {
       setup_->homes->send_remote(home, shard, id, &message, sender);
       entry.sent_to = home;
       return true;
     } catch (...) {
-      code = current_exception_code(errc::message_copy_failed);
-      why = "cannot send to node " + home.node + ": " + describe_current_exception();
+      failure = current_send_failure(home.node);
       return false;
     }
   }
@@ -729,15 +726,14 @@ class region_actor final : public actor<region_message<M>> {
         pass_flush(home, shard, p.flush_token, p.reply_to);
         continue;
       }
-      std::string why = "empty entity id";
-      std::error_code code = make_error_code(errc::invalid_entity_id);
+      send_failure failure{make_error_code(errc::invalid_entity_id), "empty entity id"};
       if (!p.entity_id.empty() && send_remote(home, shard, entry, p.entity_id, *p.message,
-                                              untyped_ref(p.envelope->sender), why, code)) {
+                                              untyped_ref(p.envelope->sender), failure)) {
         continue;
       }
       dead_letter_in_place(this->context().system().dead_letters(), std::move(p.envelope),
-                           *p.message, this->context().path(), code,
-                           "region " + setup_->settings.type_name + ": " + why);
+                           *p.message, this->context().path(), failure.code,
+                           "region " + setup_->settings.type_name + ": " + failure.why);
     }
     open_remote(shard, entry, home);
   }
@@ -781,12 +777,11 @@ class region_actor final : public actor<region_message<M>> {
                               "empty entity id"});
             return;
           }
-          link->send(id, message, untyped_ref(owned->sender));
+          link->send(id, message, owned);
         } catch (...) {
-          if (message != nullptr) {
-            failed.push_back(
-                {std::move(owned), message, current_exception_code(errc::message_copy_failed),
-                 "cannot send to node " + home.node + ": " + describe_current_exception()});
+          if (message != nullptr && owned) {
+            auto failure = current_send_failure(home.node);
+            failed.push_back({std::move(owned), message, failure.code, std::move(failure.why)});
           }
           // Else the extractor threw: the message goes with its envelope, unread.
         }

@@ -260,8 +260,7 @@ class region_ingress final : public region_forwarder {
     }
     bool ask_start = false;
     bool closed = false;
-    std::string unsent;  // why the shard's remote home could not be sent the message
-    std::error_code unsent_code;
+    std::optional<send_failure> unsent;  // why the shard's remote home could not have it
     {
       std::lock_guard lock(route->lock);
       switch (route->state) {
@@ -272,13 +271,10 @@ class region_ingress final : public region_forwarder {
         case route_state::remote:
           try {
             route->remote->send(held->type() == typeid(M) ? id : delivered_id(*held),
-                                &payload_of(*held), untyped_ref(held->sender));
-            held.reset();  // encoded and on its way
+                                &payload_of(*held), held);  // takes it on its way
             return true;
           } catch (...) {
-            unsent_code = current_exception_code(errc::message_copy_failed);
-            unsent = "cannot send to node " + route->remote_home.node + ": " +
-                     describe_current_exception();
+            unsent = current_send_failure(route->remote_home.node);
           }
           break;
         case route_state::idle:
@@ -295,11 +291,11 @@ class region_ingress final : public region_forwarder {
           break;
       }
     }
-    if (!unsent.empty()) {
+    if (unsent) {
       M& payload = payload_of(*held);
       dead_letter_in_place(troupe::detail::dead_letters_of(*owner()), std::move(held), payload,
-                           path(), unsent_code,
-                           "region " + setup_->settings.type_name + ": " + unsent);
+                           path(), unsent->code,
+                           "region " + setup_->settings.type_name + ": " + unsent->why);
     } else if (ask_start) {
       tell_region(start_shard{shard});
     } else if (held) {  // the route is full (the region rejects it) or the region is gone

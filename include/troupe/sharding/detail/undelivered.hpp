@@ -27,6 +27,14 @@ std::error_code current_exception_code(errc otherwise) noexcept;
 /// The reason for a message that could not be copied or moved, naming the exception in flight.
 std::string copy_failure_reason();
 
+/// Why a message could not be sent to `node`, from the exception in flight: its code (else
+/// message_copy_failed) and "cannot send to node <node>: <what it says>".
+struct send_failure {
+  std::error_code code;
+  std::string why;
+};
+send_failure current_send_failure(const std::string& node);
+
 /// An envelope that shows the M held inside another envelope (which it owns) as its payload.
 template <class M>
 struct borrowed_envelope final : troupe::detail::envelope_base {
