@@ -463,9 +463,9 @@ class region_actor final : public actor<region_message<M>> {
         }
         if (const auto* remote = std::get_if<placed_remote>(&home);
             remote != nullptr && remote->epoch > sent_at_epoch && setup_->homes->routes_remote()) {
-          send_failure failure;
-          if (!send_remote(*remote, shard, entry, id, message, this->context().sender(), failure)) {
-            reject(message, std::move(failure.why), failure.code);
+          if (auto failure =
+                  send_remote(*remote, shard, entry, id, message, this->context().sender())) {
+            reject(message, std::move(failure->why), failure->code);
           }
           return;
         }
@@ -485,18 +485,17 @@ class region_actor final : public actor<region_message<M>> {
     ++buffered_;
   }
 
-  /// Sends `message` to the shard's remote home; false when it cannot go, with the reason and
-  /// its code (the placement's, such as a node that left, when its exception carries one).
-  bool send_remote(const placed_remote& home, shard_id shard, shard_entry& entry,
-                   const std::string& id, const M& message, const untyped_ref& sender,
-                   send_failure& failure) {
+  /// Sends `message` to the shard's remote home; when it cannot go, why not, with its code
+  /// (the placement's, such as a node that left, when its exception carries one).
+  std::optional<send_failure> send_remote(const placed_remote& home, shard_id shard,
+                                          shard_entry& entry, const std::string& id,
+                                          const M& message, const untyped_ref& sender) {
     try {
       setup_->homes->send_remote(home, shard, id, &message, sender);
       entry.sent_to = home;
-      return true;
+      return std::nullopt;
     } catch (...) {
-      failure = current_send_failure(home.node);
-      return false;
+      return current_send_failure(home.node);
     }
   }
 
@@ -726,14 +725,14 @@ class region_actor final : public actor<region_message<M>> {
         pass_flush(home, shard, p.flush_token, p.reply_to);
         continue;
       }
-      send_failure failure{make_error_code(errc::invalid_entity_id), "empty entity id"};
-      if (!p.entity_id.empty() && send_remote(home, shard, entry, p.entity_id, *p.message,
-                                              untyped_ref(p.envelope->sender), failure)) {
-        continue;
-      }
+      auto failure = p.entity_id.empty()
+                         ? send_failure{make_error_code(errc::invalid_entity_id), "empty entity id"}
+                         : send_remote(home, shard, entry, p.entity_id, *p.message,
+                                       untyped_ref(p.envelope->sender));
+      if (!failure) continue;
       dead_letter_in_place(this->context().system().dead_letters(), std::move(p.envelope),
-                           *p.message, this->context().path(), failure.code,
-                           "region " + setup_->settings.type_name + ": " + failure.why);
+                           *p.message, this->context().path(), failure->code,
+                           "region " + setup_->settings.type_name + ": " + failure->why);
     }
     open_remote(shard, entry, home);
   }
