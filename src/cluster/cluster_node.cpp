@@ -51,6 +51,14 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
   bool fenced = false;
   std::map<std::string, std::shared_ptr<cluster_placement>, std::less<>> placements;
 
+  /// A coordinator's duration: the option when set, else the config's
+  /// `troupe.sharding.<key>`, else 10 s.
+  duration configured(const std::optional<duration>& option, const char* key) const {
+    if (option) return *option;
+    if (auto d = system->config().get_duration(std::string("troupe.sharding.") + key)) return *d;
+    return std::chrono::seconds(10);
+  }
+
   bool has_role(const std::string& role) const {
     return role.empty() ||
            std::find(options.roles.begin(), options.roles.end(), role) != options.roles.end();
@@ -170,6 +178,8 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
       ro.type = s.type_name;
       ro.self = self;
       ro.settings.role = s.role;
+      ro.settings.rebalance_interval = configured(options.rebalance_interval, "rebalance-interval");
+      ro.settings.handoff_timeout = configured(options.handoff_timeout, "hand-off-timeout");
       ro.retry = options.retry;
       auto strategy =
           options.strategy ? options.strategy(s) : coord::make_hash_mod_regions_strategy();
@@ -414,6 +424,9 @@ void cluster_node::leave(std::function<void(std::error_code)> done) {
             } catch (const std::exception&) {
               break;
             }
+            // And until its shards were handed off: what waits for them here goes on to their
+            // new owners, not lost with this node.
+            if (auto p = s->placed_types->find(type); p && p->owns_shards()) running = true;
             if (!running) break;
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
           }

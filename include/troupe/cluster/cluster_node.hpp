@@ -31,6 +31,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,6 +57,12 @@ struct cluster_node_options {
   std::function<std::unique_ptr<sharding::coordination::allocation_strategy>(
       const sharding::region_settings&)>
       strategy;
+  /// How often each type's coordinator asks its strategy which shards to move, and how long a
+  /// hand-off may wait for the old owner to stop the shard before it is aborted. Unset: the
+  /// config's `troupe.sharding.rebalance-interval` and `troupe.sharding.hand-off-timeout`, else
+  /// 10 s each.
+  std::optional<duration> rebalance_interval;
+  std::optional<duration> handoff_timeout;
   /// Called once if the node fences itself (it could not keep its lease: see fenced()), with
   /// the reason, right after its entities stopped taking messages; on the store's executor, so
   /// it must not block; never once the cluster_node is destroyed. A node that fenced itself
@@ -77,6 +84,14 @@ struct cluster_node_options {
   }
   cluster_node_options& with_lease_ttl(duration ttl) {
     lease_ttl = ttl;
+    return *this;
+  }
+  cluster_node_options& with_rebalance_interval(duration d) {
+    rebalance_interval = d;
+    return *this;
+  }
+  cluster_node_options& with_handoff_timeout(duration d) {
+    handoff_timeout = d;
     return *this;
   }
 };

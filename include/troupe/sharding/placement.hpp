@@ -96,6 +96,12 @@ class placement {
   /// function removes it). It may be called on any thread, never inside home_of().
   virtual void set_listener(home_listener listener) = 0;
 
+  /// The region tells: it has no actor for `shard` now, its last home_of(shard) (just before)
+  /// did not answer placed_here, and it starts one only on a later placed_here answer. A
+  /// cluster learns from it that a shard it hands off has stopped here. Called on the region's
+  /// thread when a shard it was told about has no actor; never blocks.
+  virtual void released(shard_id shard) { (void)shard; }
+
   /// Whether this node lost its shards without choosing to (its lease is gone or in doubt; it
   /// never clears). From then on the entities handle no further message (each becomes a dead
   /// letter: entity_home::standing is standing()), and a running shard whose home went stops at

@@ -5,7 +5,6 @@
 #include "cluster/membership/key_text.hpp"
 #include "cluster/membership/members.hpp"
 
-#include <charconv>
 #include <stdexcept>
 #include <utility>
 
@@ -111,13 +110,7 @@ std::optional<sharding::shard_id> shard_of_alloc_key(std::string_view cluster,
                                                      std::string_view type, std::string_view key) {
   const std::string prefix = alloc_prefix(cluster, type);
   if (!key.starts_with(prefix)) return std::nullopt;
-  const std::string_view digits = key.substr(prefix.size());
-  sharding::shard_id shard = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), shard);
-  if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size()) {
-    return std::nullopt;
-  }
-  return shard;
+  return key_text::parse_decimal<sharding::shard_id>(key.substr(prefix.size()));
 }
 
 std::optional<coord::allocation> decode_allocation(std::string_view cluster, std::string_view type,

@@ -4,12 +4,14 @@
 #include <troupe/core/actor.hpp>
 
 #include "cluster/coordination/coordination_keys.hpp"
+#include "cluster/coordination/handoff_keys.hpp"
 #include "cluster/membership/members.hpp"
 #include "cluster/strand_steps.hpp"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include <map>
 #include <stdexcept>
 #include <utility>
 
@@ -228,12 +230,21 @@ void coordinator_runner::carry_out(const coord::coordinator_decision& decision) 
   if (std::holds_alternative<coord::read_state>(decision)) {
     read_state(term_);
   } else if (const auto* w = std::get_if<coord::write_allocations>(&decision)) {
-    write(*w);
+    write(w->id, allocation_txn(options_.cluster, options_.type, key_, *w));
   } else if (const auto* a = std::get_if<coord::answer_home>(&decision)) {
     if (answers_) answers_(*a);
-  } else if (const auto* r = std::get_if<coord::rebalance_advice>(&decision)) {
-    troupe::logger()->info("coordinator {}: the strategy would move {} shard(s)", options_.type,
-                           r->shards.size());
+  } else if (const auto* b = std::get_if<coord::begin_handoffs>(&decision)) {
+    troupe::logger()->info("coordinator {}: handing off {} shard(s), the first {} from {} to {}",
+                           options_.type, b->shards.size(), b->shards.front().shard,
+                           b->shards.front().from.node, b->shards.front().to.node);
+    write(b->id,
+          begin_handoffs_txn(options_.cluster, options_.type, key_, options_.self.incarnation, *b));
+  } else if (const auto* c = std::get_if<coord::commit_handoff>(&decision)) {
+    write(c->id, commit_handoff_txn(options_.cluster, options_.type, key_, *c));
+  } else if (const auto* x = std::get_if<coord::abort_handoff>(&decision)) {
+    troupe::logger()->warn("coordinator {}: aborting the hand-off of shard {}: {}", options_.type,
+                           x->shard, x->reason);
+    write(x->id, abort_handoff_txn(options_.cluster, options_.type, key_, *x));
   } else if (const auto* e = std::get_if<coord::strategy_error>(&decision)) {
     troupe::logger()->warn("coordinator {}: shard {}: {}", options_.type, e->shard, e->message);
   }
@@ -250,9 +261,13 @@ void coordinator_runner::read_state(std::uint64_t term) {
   t.success.emplace_back(
       range_op{key_range::prefix(alloc_prefix(options_.cluster, options_.type))});
   t.success.emplace_back(range_op{key_range::single(key_)});
+  t.success.emplace_back(
+      range_op{key_range::prefix(handoff_prefix(options_.cluster, options_.type))});
+  t.success.emplace_back(
+      range_op{key_range::prefix(stopped_prefix(options_.cluster, options_.type))});
   auto done = [term](coordinator_runner& self, std::error_code ec, txn_result r) {
     if (term != self.term_) return;
-    if (ec || r.ranges.size() != 4) {
+    if (ec || r.ranges.size() != 6) {
       self.after_retry([term](coordinator_runner& s) {
         if (term == s.term_) s.read_state(term);
       });
@@ -282,6 +297,19 @@ void coordinator_runner::on_state(std::uint64_t term, revision at,
   for (const auto& kv : ranges[2]) {
     if (auto a = decode_allocation(options_.cluster, options_.type, kv)) {
       s.allocations.push_back(std::move(*a));
+    }
+  }
+  std::map<sharding::shard_id, coord::store_revision> stopped;  // shard -> the hand-off answered
+  for (const auto& kv : ranges[5]) {
+    if (auto r = decode_stopped(options_.cluster, options_.type, kv)) {
+      stopped[r->shard] = r->handoff_revision;
+    }
+  }
+  for (const auto& kv : ranges[4]) {
+    if (auto h = decode_handoff(options_.cluster, options_.type, kv)) {
+      auto it = stopped.find(h->shard);
+      h->stopped = it != stopped.end() && it->second == h->revision;
+      s.handoffs.push_back(std::move(*h));
     }
   }
   ++state_reads_;
@@ -315,6 +343,8 @@ void coordinator_runner::on_state_batch(const watch_batch& batch) {
   const std::string members = members_prefix(cluster);
   const std::string regions = regions_prefix(cluster, type);
   const std::string allocs = alloc_prefix(cluster, type);
+  const std::string handoffs = handoff_prefix(cluster, type);
+  const std::string stops = stopped_prefix(cluster, type);
   const std::uint64_t gen = state_gen_;
   for (const auto& e : batch.events) {
     if (gen != state_gen_) return;  // a change deposed us meanwhile
@@ -342,26 +372,33 @@ void coordinator_runner::on_state_batch(const watch_batch& batch) {
       } else if (auto shard = shard_of_alloc_key(cluster, type, kv.key)) {
         feed(coord::allocation_deleted{kv.mod_revision, *shard});
       }
+    } else if (kv.key.starts_with(handoffs)) {
+      if (put) {
+        if (auto h = decode_handoff(cluster, type, kv)) feed(coord::handoff_put{*h});
+      } else if (auto shard = shard_of_handoff_key(cluster, type, kv.key)) {
+        feed(coord::handoff_deleted{kv.mod_revision, *shard});
+      }
+    } else if (put && kv.key.starts_with(stops)) {
+      if (auto r = decode_stopped(cluster, type, kv)) feed(*r);
     }
   }
 }
 
-void coordinator_runner::write(const coord::write_allocations& w) {
+void coordinator_runner::write(coord::write_id id, txn_request t) {
   const std::uint64_t term = term_;
-  store_->txn(allocation_txn(options_.cluster, options_.type, key_, w),
-              on_strand<txn_result>(
-                  [term, id = w.id](coordinator_runner& self, std::error_code ec, txn_result r) {
-                    // An outcome from an earlier term is the new term's read's business.
-                    if (term != self.term_) return;
-                    if (ec) {
-                      // Timed out or cut off: it may still commit.
-                      self.feed(coord::write_unknown{id});
-                    } else if (!r.succeeded) {
-                      self.feed(coord::write_failed{id});
-                    } else {
-                      self.feed(coord::write_committed{id, r.header_revision});
-                    }
-                  }));
+  store_->txn(std::move(t), on_strand<txn_result>([term, id](coordinator_runner& self,
+                                                             std::error_code ec, txn_result r) {
+                // An outcome from an earlier term is the new term's read's business.
+                if (term != self.term_) return;
+                if (ec) {
+                  // Timed out or cut off: it may still commit.
+                  self.feed(coord::write_unknown{id});
+                } else if (!r.succeeded) {
+                  self.feed(coord::write_failed{id});
+                } else {
+                  self.feed(coord::write_committed{id, r.header_revision});
+                }
+              }));
 }
 
 void coordinator_runner::tick() {

@@ -11,12 +11,13 @@
 ///   older. Otherwise it watches the prefix and reads again when the key just older than its own
 ///   is deleted. Its own key deleted (lease lost) ends the campaign: a new incarnation runs a new
 ///   runner.
-/// - State: on `read_state` one transaction of three ranges (members, the type's regions and
-///   allocations) reads everything at one revision R; one watch on `P/` from R + 1 feeds the
-///   changes in revision order. A lost or compacted watch deposes the coordinator and, if the
-///   election still holds, elects it again, which reads afresh.
-/// - Writes: each `write_allocations` is one transaction (allocation_txn); its outcome is fed
-///   back as write_committed, write_failed or write_unknown.
+/// - State: on `read_state` one transaction of ranges (members, the type's regions, allocations,
+///   hand-offs and stopped reports) reads everything at one revision R; one watch on `P/` from R +
+///   1 feeds the changes in revision order. A lost or compacted watch deposes the coordinator and,
+///   if the election still holds, elects it again, which reads afresh.
+/// - Writes: each `write_allocations`, `begin_handoffs`, `commit_handoff` and `abort_handoff` is
+///   one transaction (coordination_keys.hpp, handoff_keys.hpp); its outcome is fed back as
+///   write_committed, write_failed or write_unknown. Hand-off keys go under this node's lease.
 ///
 /// Threading: everything runs on one strand over the store's executor; no call blocks. Public
 /// methods may be called from any thread.
@@ -119,7 +120,8 @@ class coordinator_runner : public std::enable_shared_from_this<coordinator_runne
   void on_state(std::uint64_t term, revision at, std::vector<std::vector<key_value>> ranges);
   void watch_state(revision start);
   void on_state_batch(const watch_batch& batch);
-  void write(const sharding::coordination::write_allocations& w);
+  /// Carries out one decided write; its outcome is fed back under `id`.
+  void write(sharding::coordination::write_id id, txn_request t);
   void tick();
   void halt();
 

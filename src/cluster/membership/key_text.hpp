@@ -37,6 +37,15 @@ inline std::optional<sharding::coordination::member_id> parse_incarnation(std::s
   return sharding::coordination::member_id{std::string(name.substr(0, hash)), *lease};
 }
 
+/// A decimal number with nothing around it (a shard id, a revision); nullopt for anything else.
+template <class Int>
+std::optional<Int> parse_decimal(std::string_view s) {
+  Int n = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return n;
+}
+
 /// Splits off the next line of `rest`.
 inline std::string_view next_line(std::string_view& rest) {
   const auto nl = rest.find('\n');

@@ -6,6 +6,7 @@
 #include <troupe/persistence/plugin.hpp>
 
 #include "cluster/coordination/coordination_keys.hpp"
+#include "cluster/coordination/handoff_keys.hpp"
 #include "cluster/membership/members.hpp"
 #include "cluster/strand_steps.hpp"
 
@@ -105,6 +106,9 @@ shard_home cluster_placement::home_locked(shard_id shard) const {
   if (stopped_ || !read_) return no_home_yet{};
   auto it = allocations_.find(shard);
   if (it == allocations_.end()) return no_home_yet{};
+  // Being handed off: its old owner stops it, and its messages wait (each region flushes what it
+  // sent there) until the hand-off commits or aborts.
+  if (handoffs_.contains(shard)) return no_home_yet{};
   const coord::allocation& a = it->second;
   if (a.owner == options_.self) {
     // A proxy is never allocated a shard; a node that left or fenced itself hosts none.
@@ -133,6 +137,7 @@ shard_home cluster_placement::home_of(shard_id shard) {
     home = home_locked(shard);
     asked_[shard] = home;
     find = std::holds_alternative<no_home_yet>(home) && read_ && !stopped_;
+    if (auto h = handoffs_.find(shard); h != handoffs_.end()) h->second.asked = true;
   }
   if (find) {
     boost::asio::post(strand_, [weak = weak_from_this(), shard] {
@@ -140,6 +145,31 @@ shard_home cluster_placement::home_of(shard_id shard) {
     });
   }
   return home;
+}
+
+void cluster_placement::released(shard_id shard) {
+  {
+    std::lock_guard lock(mutex_);
+    auto h = handoffs_.find(shard);
+    // Only an answer given during this hand-off counts: before it, the region could still
+    // have started the shard again.
+    if (h == handoffs_.end() || h->second.value.from != options_.self || !h->second.asked ||
+        h->second.released) {
+      return;
+    }
+    h->second.released = true;
+  }
+  boost::asio::post(strand_, [weak = weak_from_this(), shard] {
+    if (auto self = weak.lock(); self && !self->stopped()) self->report_stopped(shard);
+  });
+}
+
+bool cluster_placement::owns_shards() const {
+  std::lock_guard lock(mutex_);
+  for (const auto& [shard, a] : allocations_) {
+    if (a.owner == options_.self) return true;
+  }
+  return false;
 }
 
 void cluster_placement::set_listener(home_listener listener) {
@@ -341,11 +371,14 @@ void cluster_placement::read() {
   t.success.emplace_back(range_op{key_range::prefix(members_prefix(options_.cluster))});
   t.success.emplace_back(
       range_op{key_range::prefix(alloc_prefix(options_.cluster, options_.type))});
+  t.success.emplace_back(
+      range_op{key_range::prefix(handoff_prefix(options_.cluster, options_.type))});
   auto done = [](cluster_placement& self, std::error_code ec, txn_result r) {
-    if (ec || r.ranges.size() != 2) {
+    if (ec || r.ranges.size() != 3) {
       self.after_retry([](cluster_placement& s) { s.read(); });
       return;
     }
+    std::vector<shard_id> from_here;  // hand-offs from this node it did not know
     {
       std::lock_guard lock(self.mutex_);
       self.members_.clear();
@@ -361,11 +394,26 @@ void cluster_placement::read() {
           self.allocations_[a->shard] = *a;
         }
       }
+      std::map<shard_id, handoff_entry> handoffs;
+      for (const auto& kv : r.ranges[2]) {
+        if (auto h = decode_handoff(self.options_.cluster, self.options_.type, kv)) {
+          // The same hand-off read again keeps what the region said of it.
+          auto known = self.handoffs_.find(h->shard);
+          if (known != self.handoffs_.end() && known->second.value.revision == h->revision) {
+            handoffs.emplace(h->shard, known->second);
+          } else {
+            handoffs.emplace(h->shard, handoff_entry{*h});
+            if (h->from == self.options_.self) from_here.push_back(h->shard);
+          }
+        }
+      }
+      self.handoffs_ = std::move(handoffs);
       self.read_ = true;
     }
     // From R + 1: no change falls between the read and the watch.
     self.watch_from(r.header_revision + 1);
     self.announce({});
+    self.ask_release(from_here);
   };
   store_->txn(std::move(t), detail::resume_on<txn_result>(weak_from_this(), strand_, done));
 }
@@ -390,7 +438,9 @@ void cluster_placement::on_batch(const watch_batch& batch) {
   const std::string& cluster = options_.cluster;
   const std::string members = members_prefix(cluster);
   const std::string allocs = alloc_prefix(cluster, options_.type);
+  const std::string handoffs = handoff_prefix(cluster, options_.type);
   std::vector<shard_id> changed;
+  std::vector<shard_id> from_here;  // hand-offs from this node that began
   bool members_changed = false;
   {
     std::lock_guard lock(mutex_);
@@ -416,6 +466,17 @@ void cluster_placement::on_batch(const watch_batch& batch) {
           allocations_.erase(*shard);
           changed.push_back(*shard);
         }
+      } else if (kv.key.starts_with(handoffs)) {
+        if (put) {
+          if (auto h = decode_handoff(cluster, options_.type, kv)) {
+            handoffs_[h->shard] = handoff_entry{*h};
+            changed.push_back(h->shard);
+            if (h->from == options_.self) from_here.push_back(h->shard);
+          }
+        } else if (auto shard = shard_of_handoff_key(cluster, options_.type, kv.key)) {
+          handoffs_.erase(*shard);
+          changed.push_back(*shard);
+        }
       }
     }
     if (members_changed) index_addresses();
@@ -425,6 +486,59 @@ void cluster_placement::on_batch(const watch_batch& batch) {
   } else if (!changed.empty()) {
     announce(changed);
   }
+  ask_release(from_here);
+}
+
+void cluster_placement::ask_release(const std::vector<shard_id>& shards) {
+  if (shards.empty()) return;
+  std::vector<shard_id> tell;
+  std::vector<shard_id> free;
+  home_listener listener;
+  {
+    std::lock_guard lock(mutex_);
+    listener = listener_;
+    for (shard_id shard : shards) {
+      auto h = handoffs_.find(shard);
+      if (h == handoffs_.end()) continue;
+      if (listener && asked_.contains(shard)) {
+        tell.push_back(shard);  // the region may run it: it answers with released()
+      } else {
+        // The region never asked (or none runs): it starts a shard only on a placed_here
+        // answer, and from now on it gets none.
+        h->second.asked = h->second.released = true;
+        free.push_back(shard);
+      }
+    }
+  }
+  // Told even when the answer the region last had was no_home_yet too (a leaving node's).
+  for (shard_id shard : tell) listener(shard);
+  for (shard_id shard : free) report_stopped(shard);
+}
+
+void cluster_placement::report_stopped(shard_id shard) {
+  coord::store_revision handoff = 0;
+  {
+    std::lock_guard lock(mutex_);
+    auto h = handoffs_.find(shard);
+    if (h == handoffs_.end() || !h->second.released || h->second.reporting || h->second.reported ||
+        fenced()) {
+      return;
+    }
+    h->second.reporting = true;
+    handoff = h->second.value.revision;
+  }
+  store_->txn(report_stopped_txn(options_.cluster, options_.type, shard, handoff,
+                                 options_.self.incarnation),
+              detail::resume_on<txn_result>(
+                  weak_from_this(), strand_,
+                  [shard, handoff](cluster_placement& self, std::error_code ec, txn_result) {
+                    std::lock_guard lock(self.mutex_);
+                    auto h = self.handoffs_.find(shard);
+                    if (h == self.handoffs_.end() || h->second.value.revision != handoff) return;
+                    h->second.reporting = false;
+                    // A failed compare: the hand-off ended meanwhile, and the watch says how.
+                    h->second.reported = !ec;
+                  }));
 }
 
 // -- finding homes ----------------------------------------------------------------------------
@@ -464,7 +578,7 @@ void cluster_placement::find_home(shard_id shard) {
   shard_epoch raise_to = 0;
   {
     std::lock_guard lock(mutex_);
-    if (stopped_ || !read_) return;
+    if (stopped_ || !read_ || handoffs_.contains(shard)) return;  // a hand-off ends by itself
     auto it = allocations_.find(shard);
     if (it != allocations_.end() && it->second.owner == options_.self) {
       if (options_.proxy || !hosting_ || !raise_fence_) return;
@@ -533,14 +647,20 @@ void cluster_placement::tick() {
         });
       }
       // Homeless shards the region waits for: ask again, raise failed fences again.
+      // Stopped reports that failed: write them again.
       std::vector<shard_id> homeless;
+      std::vector<shard_id> unreported;
       {
         std::lock_guard lock(self->mutex_);
         for (const auto& [shard, told] : self->asked_) {
           if (std::holds_alternative<no_home_yet>(told)) homeless.push_back(shard);
         }
+        for (const auto& [shard, h] : self->handoffs_) {
+          if (h.released && !h.reported && !h.reporting) unreported.push_back(shard);
+        }
       }
       for (shard_id shard : homeless) self->find_home(shard);
+      for (shard_id shard : unreported) self->report_stopped(shard);
     });
   });
 }

@@ -11,6 +11,9 @@
 /// - A shard allocated to a live member elsewhere is `placed_remote` at the allocation's epoch;
 ///   a shard with no allocation, or whose owner's member key is gone, has `no_home_yet`, and the
 ///   placement asks the coordinator for a home (again every `retry` until it has one).
+/// - A shard being handed off (its hand-off key exists) has `no_home_yet` on every node until the
+///   hand-off ends. On its old owner the region stops it; once the region says it has no actor
+///   for the shard (released()), the placement reports the shard stopped for that hand-off.
 /// - Every change to a home the region asked about reaches the listener (on the store's
 ///   executor), including the first read and a raised fence.
 /// - With a `send` in its options it carries the region's messages to remote homes (to the
@@ -138,6 +141,12 @@ class cluster_placement final : public sharding::placement,
   [[nodiscard]] std::shared_ptr<remote_link> link_to(const sharding::placed_remote& home,
                                                      sharding::shard_id shard) override;
   void set_arrival_handler(arrival_handler handler) override;
+  /// The region has no actor for `shard` and starts one only on a placed_here answer: a shard
+  /// this node hands off is reported stopped (once the region asked its home during the
+  /// hand-off, so the answer it acted on was this hand-off's).
+  void released(sharding::shard_id shard) override;
+  /// Some shard is allocated to this node, or is being handed off from it.
+  [[nodiscard]] bool owns_shards() const;
   bool send_flush(const sharding::placed_remote& home, sharding::shard_id shard,
                   std::uint64_t token, const untyped_ref& reply_to) override;
   void answer_flush(const untyped_ref& reply_to, sharding::shard_id shard,
@@ -183,6 +192,15 @@ class cluster_placement final : public sharding::placement,
     fence_state state = fence_state::raising;
   };
 
+  /// A hand-off of a shard as this node sees it.
+  struct handoff_entry {
+    sharding::coordination::handoff value;
+    bool asked = false;      // the region asked the shard's home since the hand-off began
+    bool released = false;   // the region has no actor for it (from here: the old owner)
+    bool reporting = false;  // the stopped report is on its way
+    bool reported = false;   // the stopped report is written
+  };
+
   /// A flush this node's region waits for.
   struct own_flush {
     std::string node;
@@ -203,6 +221,11 @@ class cluster_placement final : public sharding::placement,
   void watch_from(revision start);
   void on_batch(const watch_batch& batch);
   void find_home(sharding::shard_id shard);
+  /// Writes the stopped report of a released shard this node hands off (again on the tick
+  /// after a failure).
+  void report_stopped(sharding::shard_id shard);
+  /// Hand-offs from this node: the region must say when each shard has no actor here.
+  void ask_release(const std::vector<sharding::shard_id>& shards);
   void raise_fence(sharding::shard_id shard, sharding::shard_epoch epoch);
   void tick();
   /// Recomputes the homes of `shards` (all asked shards when empty) and tells the listener of
@@ -231,6 +254,7 @@ class cluster_placement final : public sharding::placement,
   /// node -> address of its first incarnation in members_: send_remote's lookup per message.
   std::unordered_map<std::string, std::string> addresses_;
   std::map<sharding::shard_id, sharding::coordination::allocation> allocations_;
+  std::map<sharding::shard_id, handoff_entry> handoffs_;
   std::map<sharding::shard_id, shard_fence> fences_;
   /// What the region was last told for each shard it asked about.
   std::map<sharding::shard_id, sharding::shard_home> asked_;

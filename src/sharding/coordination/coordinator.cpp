@@ -1,7 +1,9 @@
 // The coordinator's state machine: how each event changes what it knows, and the one pass
-// (reconcile) that turns what it knows into writes and answers.
+// (reconcile) that turns what it knows into writes, hand-offs and answers.
 #include <troupe/core/errc.hpp>
 #include <troupe/sharding/coordination/coordinator.hpp>
+
+#include "sharding/coordination/view_edits.hpp"
 
 #include <algorithm>
 #include <exception>
@@ -9,9 +11,30 @@
 
 namespace troupe::sharding::coordination {
 
-namespace {
+using detail::add_shard;
+using detail::describe;
+using detail::find_region;
+using detail::remove_shard;
 
-std::string describe(const member_id& m) { return m.node + "#" + std::to_string(m.incarnation); }
+namespace {
+std::vector<shard_id> shards_of(
+    const std::variant<write_allocations, begin_handoffs, commit_handoff, abort_handoff>& write) {
+  std::vector<shard_id> shards;
+  if (const auto* w = std::get_if<write_allocations>(&write)) {
+    for (const auto& a : w->shards) {
+      shards.push_back(a.shard);
+    }
+  } else if (const auto* b = std::get_if<begin_handoffs>(&write)) {
+    for (const auto& h : b->shards) {
+      shards.push_back(h.shard);
+    }
+  } else if (const auto* c = std::get_if<commit_handoff>(&write)) {
+    shards.push_back(c->shard);
+  } else {
+    shards.push_back(std::get<abort_handoff>(write).shard);
+  }
+  return shards;
+}
 
 }  // namespace
 
@@ -59,9 +82,14 @@ void coordinator::reset() {
   members_.clear();
   regions_.clear();
   allocations_.clear();
+  handoffs_.clear();
+  handoff_clocks_.clear();
+  handoffs_ended_.clear();
   writes_.clear();
   busy_.clear();
   waiters_.clear();
+  // A deposed node may see no tick for a long time: a stale time would time hand-offs out early.
+  last_now_.reset();
   last_rebalance_.reset();
   // next_write_id_ keeps counting, so an outcome of a write from an earlier term never matches.
 }
@@ -87,6 +115,12 @@ void coordinator::on(const state_read& e, out& o) {
       newer.emplace(shard, a);
     }
   }
+  std::map<shard_id, handoff> newer_handoffs;
+  for (const auto& [shard, h] : handoffs_) {
+    if (h.revision > e.revision) {
+      newer_handoffs.emplace(shard, h);
+    }
+  }
   members_.clear();
   for (const auto& m : e.members) {
     members_[m.id] = m;
@@ -102,7 +136,18 @@ void coordinator::on(const state_read& e, out& o) {
   for (const auto& [shard, a] : newer) {
     allocations_[shard] = a;
   }
+  handoffs_.clear();
+  for (const auto& h : e.handoffs) {
+    // A hand-off this coordinator committed or aborted after the read was taken stays ended.
+    if (!handoff_ended(h)) {
+      handoffs_[h.shard] = h;
+    }
+  }
+  for (const auto& [shard, h] : newer_handoffs) {
+    handoffs_[shard] = h;
+  }
   read_revision_ = std::max(read_revision_, e.revision);
+  std::erase_if(handoffs_ended_, [&](const auto& ended) { return ended.second <= read_revision_; });
   have_state_ = true;
   reading_ = false;
 
@@ -158,6 +203,28 @@ void coordinator::apply_change(const coordinator_event& event) {
     if (it != allocations_.end() && it->second.mod_revision < ad->revision) {
       allocations_.erase(it);
     }
+  } else if (const auto* h = std::get_if<handoff_put>(&event)) {
+    auto it = handoffs_.find(h->value.shard);
+    if (!handoff_ended(h->value) &&
+        (it == handoffs_.end() || it->second.revision < h->value.revision)) {
+      handoffs_[h->value.shard] = h->value;
+    }
+  } else if (const auto* hd = std::get_if<handoff_deleted>(&event)) {
+    auto it = handoffs_.find(hd->shard);
+    if (it != handoffs_.end() && it->second.revision < hd->revision) {
+      handoffs_.erase(it);
+    }
+    // The watch is past the deletion, so no older copy of the hand-off can come from it.
+    auto ended = handoffs_ended_.find(hd->shard);
+    if (ended != handoffs_ended_.end() && ended->second <= hd->revision) {
+      handoffs_ended_.erase(ended);
+    }
+  } else if (const auto* st = std::get_if<shard_stopped>(&event)) {
+    // Only the hand-off the old owner answered: a stop for an earlier one proves nothing now.
+    auto it = handoffs_.find(st->shard);
+    if (it != handoffs_.end() && it->second.revision == st->handoff_revision) {
+      it->second.stopped = true;
+    }
   }
 }
 
@@ -197,6 +264,24 @@ void coordinator::on(const allocation_deleted& e, out& o) {
   }
 }
 
+void coordinator::on(const handoff_put& e, out& o) {
+  if (change_applies(e.value.revision, e)) {
+    reconcile(o);
+  }
+}
+
+void coordinator::on(const handoff_deleted& e, out& o) {
+  if (change_applies(e.revision, e)) {
+    reconcile(o);
+  }
+}
+
+void coordinator::on(const shard_stopped& e, out& o) {
+  if (change_applies(e.revision, e)) {
+    reconcile(o);
+  }
+}
+
 void coordinator::on(const home_requested& e, out& o) {
   if (!key_create_revision_) {
     return;  // not the coordinator: the region asks again elsewhere
@@ -213,14 +298,35 @@ void coordinator::on(const write_committed& e, out& o) {
   if (!key_create_revision_ || it == writes_.end()) {
     return;
   }
-  const auto shards = std::move(it->second.shards);
+  const auto write = std::move(it->second);
   writes_.erase(it);
-  for (const auto& w : shards) {
-    busy_.erase(w.shard);
-    auto& known = allocations_[w.shard];
+  for (const auto shard : shards_of(write)) {
+    busy_.erase(shard);
+  }
+  auto allocate = [&](shard_id shard, const member_id& owner) {
+    auto& known = allocations_[shard];
     if (known.mod_revision < e.revision) {
-      known = allocation{w.shard, w.owner, e.revision};
+      known = allocation{shard, owner, e.revision};
     }
+  };
+  if (const auto* w = std::get_if<write_allocations>(&write)) {
+    for (const auto& a : w->shards) {
+      allocate(a.shard, a.owner);
+    }
+  } else if (const auto* b = std::get_if<begin_handoffs>(&write)) {
+    for (const auto& s : b->shards) {
+      // The watch may have brought this hand-off, even its stop, before the outcome came.
+      auto& known = handoffs_[s.shard];
+      if (known.revision < e.revision) {
+        known = handoff{s.shard, s.from, s.to, s.expected_mod_revision, e.revision, false};
+      }
+    }
+  } else if (const auto* c = std::get_if<commit_handoff>(&write)) {
+    allocate(c->shard, c->to);
+    end_handoff(c->shard, c->handoff_revision, e.revision);
+  } else {
+    const auto& a = std::get<abort_handoff>(write);
+    end_handoff(a.shard, a.handoff_revision, e.revision);
   }
   // Waiters for these shards are answered here, unless the new owner died meanwhile.
   reconcile(o);
@@ -235,8 +341,8 @@ void coordinator::write_outcome_not_known(write_id id, out& o) {
   if (!key_create_revision_ || it == writes_.end()) {
     return;
   }
-  for (const auto& w : it->second.shards) {
-    busy_.erase(w.shard);
+  for (const auto shard : shards_of(it->second)) {
+    busy_.erase(shard);
   }
   writes_.erase(it);
   // A compare failed (or may have): the view that chose this write is wrong somewhere. Read
@@ -250,6 +356,10 @@ void coordinator::write_outcome_not_known(write_id id, out& o) {
 }
 
 void coordinator::on(const tick& e, out& o) {
+  if (!key_create_revision_) {
+    return;
+  }
+  last_now_ = e.now;
   if (!deciding()) {
     return;
   }
@@ -258,16 +368,7 @@ void coordinator::on(const tick& e, out& o) {
     return;
   }
   last_rebalance_ = e.now;
-  const auto view = hosting_view();
-  const auto in_progress = shards_in_flight();
-  try {
-    auto shards = strategy_->rebalance(view, in_progress);
-    if (!shards.empty()) {
-      o.emplace_back(rebalance_advice{std::move(shards)});
-    }
-  } catch (const std::exception& ex) {
-    o.emplace_back(strategy_error{0, std::string("rebalance threw: ") + ex.what()});
-  }
+  rebalance(o);
 }
 
 bool coordinator::may_host(const region_info& region) const {
@@ -294,23 +395,33 @@ std::vector<region_view> coordinator::hosting_view() const {
     const auto& member = members_.at(id);
     view.push_back(region_view{id, member.leaving, member.app_version, {}});
   }
-  auto find = [&](const member_id& owner) -> region_view* {
-    auto it = std::find_if(view.begin(), view.end(),
-                           [&](const region_view& r) { return r.region == owner; });
-    return it == view.end() ? nullptr : &*it;
-  };
-  // A shard counts for its owner, or for the target of the write in flight for it.
+  // A shard counts for its owner, or for the target of its hand-off or of the write in flight
+  // for it; an abort in flight keeps it with its owner.
   std::map<shard_id, member_id> owners;
   for (const auto& [shard, a] : allocations_) {
     owners[shard] = a.owner;
   }
+  for (const auto& [shard, h] : handoffs_) {
+    owners[shard] = h.to;
+  }
   for (const auto& [id, write] : writes_) {
-    for (const auto& w : write.shards) {
-      owners[w.shard] = w.owner;
+    if (const auto* w = std::get_if<write_allocations>(&write)) {
+      for (const auto& a : w->shards) {
+        owners[a.shard] = a.owner;
+      }
+    } else if (const auto* b = std::get_if<begin_handoffs>(&write)) {
+      for (const auto& s : b->shards) {
+        owners[s.shard] = s.to;
+      }
+    } else if (const auto* c = std::get_if<commit_handoff>(&write)) {
+      owners[c->shard] = c->to;
+    } else if (auto a = allocations_.find(std::get<abort_handoff>(write).shard);
+               a != allocations_.end()) {
+      owners[a->first] = a->second.owner;
     }
   }
   for (const auto& [shard, owner] : owners) {
-    if (auto* r = find(owner)) {
+    if (auto* r = find_region(view, owner)) {
       r->shards.push_back(shard);  // ascending: owners is ordered by shard
     }
   }
@@ -332,9 +443,8 @@ std::optional<member_id> coordinator::choose(shard_id shard, std::vector<region_
   if (!pick) {
     return std::nullopt;
   }
-  auto it = std::find_if(view.begin(), view.end(),
-                         [&](const region_view& r) { return r.region == *pick; });
-  if (it == view.end()) {
+  auto* region = find_region(view, *pick);
+  if (region == nullptr) {
     o.emplace_back(strategy_error{
         shard, "the allocation strategy chose " + describe(*pick) +
                    ", which is not one of the regions offered (a proxy, a member without the "
@@ -342,28 +452,34 @@ std::optional<member_id> coordinator::choose(shard_id shard, std::vector<region_
     return std::nullopt;
   }
   // Later picks in the same pass see this one.
-  it->shards.insert(std::upper_bound(it->shards.begin(), it->shards.end(), shard), shard);
+  add_shard(*region, shard);
   return pick;
 }
 
-void coordinator::emit_write(std::vector<allocation_write> shards,
-                             std::optional<member_id> dead_owner, out& o) {
+void coordinator::emit(pending_write write, out& o) {
   const auto id = next_write_id_++;
-  for (const auto& w : shards) {
-    busy_[w.shard] = id;
+  std::visit(
+      [&](auto& w) {
+        w.id = id;
+        w.coordinator_key_create_revision = *key_create_revision_;
+      },
+      write);
+  for (const auto shard : shards_of(write)) {
+    busy_[shard] = id;
   }
-  o.emplace_back(write_allocations{id, *key_create_revision_, shards, std::move(dead_owner)});
-  writes_.emplace(id, pending_write{std::move(shards)});
+  std::visit([&](const auto& w) { o.emplace_back(w); }, write);
+  writes_.emplace(id, std::move(write));
 }
 
 void coordinator::reconcile(out& o) {
   if (!deciding()) {
     return;
   }
-  // 1. Answer whoever waits for a shard whose owner lives and is not being replaced.
+  // 1. Answer whoever waits for a shard whose owner lives and is not being replaced; during a
+  // hand-off the answer waits for its commit or abort.
   for (auto it = waiters_.begin(); it != waiters_.end();) {
     const auto a = allocations_.find(it->first);
-    if (a != allocations_.end() && !busy_.contains(it->first) &&
+    if (a != allocations_.end() && !busy_.contains(it->first) && !handoffs_.contains(it->first) &&
         members_.contains(a->second.owner)) {
       for (const auto& requester : it->second) {
         o.emplace_back(answer_home{requester, it->first, a->second.owner, a->second.mod_revision});
@@ -374,16 +490,19 @@ void coordinator::reconcile(out& o) {
     }
   }
 
+  // 2. Hand-offs: commit the stopped ones, abort those whose owner is gone or too slow.
   auto view = hosting_view();
+  decide_handoffs(view, o);
   if (view.empty()) {
     return;  // nowhere to put anything: retried when a region that may host appears
   }
 
-  // 2. Shards of members whose key is gone (and only those: a member whose key exists may still
-  // run its entities). One write per dead member and batch, comparing the old epochs.
+  // 3. Shards of members whose key is gone (and only those: a member whose key exists may still
+  // run its entities). One write per dead member and batch, comparing the old epochs. A shard
+  // being handed off waits for the abort.
   std::map<member_id, std::vector<const allocation*>> orphans;
   for (const auto& [shard, a] : allocations_) {
-    if (!members_.contains(a.owner) && !busy_.contains(shard)) {
+    if (!members_.contains(a.owner) && !busy_.contains(shard) && !handoffs_.contains(shard)) {
       orphans[a.owner].push_back(&a);
     }
   }
@@ -394,30 +513,45 @@ void coordinator::reconcile(out& o) {
         batch.push_back(allocation_write{a->shard, *to, a->mod_revision});
       }
       if (batch.size() == max_shards_per_write) {
-        emit_write(std::exchange(batch, {}), owner, o);
+        emit(write_allocations{.shards = std::exchange(batch, {}), .dead_owner = owner}, o);
       }
     }
     if (!batch.empty()) {
-      emit_write(std::move(batch), owner, o);
+      emit(write_allocations{.shards = std::move(batch), .dead_owner = owner}, o);
     }
   }
 
-  // 3. Shards someone asked for that have no allocation: create if absent.
+  // 4. Shards someone asked for that have no allocation: create if absent.
   std::vector<allocation_write> batch;
   for (const auto& [shard, requesters] : waiters_) {
-    if (allocations_.contains(shard) || busy_.contains(shard)) {
+    if (allocations_.contains(shard) || busy_.contains(shard) || handoffs_.contains(shard)) {
       continue;
     }
     if (auto to = choose(shard, view, o)) {
       batch.push_back(allocation_write{shard, *to, 0});
     }
     if (batch.size() == max_shards_per_write) {
-      emit_write(std::exchange(batch, {}), std::nullopt, o);
+      emit(write_allocations{.shards = std::exchange(batch, {}), .dead_owner = std::nullopt}, o);
     }
   }
   if (!batch.empty()) {
-    emit_write(std::move(batch), std::nullopt, o);
+    emit(write_allocations{.shards = std::move(batch), .dead_owner = std::nullopt}, o);
   }
+
+  // 5. A leaving member's shards move by hand-off while its lease lives, so none waits for the
+  // dead-owner path.
+  std::vector<handoff_start> starts;
+  for (const auto& [shard, a] : allocations_) {
+    const auto owner = members_.find(a.owner);
+    if (owner == members_.end() || !owner->second.leaving || busy_.contains(shard) ||
+        handoffs_.contains(shard)) {
+      continue;
+    }
+    if (auto start = plan_move(a, view, o)) {
+      starts.push_back(std::move(*start));
+    }
+  }
+  emit_handoffs(std::move(starts), o);
 }
 
 }  // namespace troupe::sharding::coordination

@@ -60,6 +60,23 @@ struct allocation {
   friend bool operator==(const allocation&, const allocation&) = default;
 };
 
+/// A hand-off in progress, as its key says: `shard` leaves `from`, whose allocation of epoch
+/// `from_epoch` it has, for `to`. The key's mod revision names the hand-off; the old owner reports
+/// the shard stopped by writing a stopped key naming that revision.
+struct handoff {
+  shard_id shard = 0;
+  member_id from;
+  member_id to;
+  /// The allocation's mod revision the shard moves from (the old owner's epoch).
+  store_revision from_epoch = 0;
+  /// The hand-off key's mod revision: the hand-off's name.
+  store_revision revision = 0;
+  /// The old owner reported the shard stopped for this hand-off.
+  bool stopped = false;
+
+  friend bool operator==(const handoff&, const handoff&) = default;
+};
+
 /// Orders application versions: dot-separated parts, compared as numbers when both are digits
 /// and as text otherwise; a missing part sorts first ("1.2" < "1.2.0" < "1.10").
 [[nodiscard]] std::strong_ordering compare_app_versions(std::string_view a, std::string_view b);

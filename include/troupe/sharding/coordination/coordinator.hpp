@@ -8,10 +8,11 @@
 /// In short: it decides only while elected and after reading the state at one revision; a
 /// region's question is answered from the allocations, or by allocating the shard (create if
 /// absent) and answering once that write commits; the shards of a member whose key is gone are
-/// reallocated (each write compares the old epochs and that the member's key is still gone),
-/// never those of a member whose key exists; each shard has at most one write outstanding; and a
-/// write that failed or whose outcome is unknown makes it read the state again instead of
-/// retrying.
+/// reallocated (each write compares the old epochs and that the member's key is still gone); a
+/// member whose key exists gives up a shard only through a hand-off, committed once it reported
+/// the shard stopped (a rebalance, or the member leaving); each shard has at most one write
+/// outstanding; and a write that failed or whose outcome is unknown makes it read the state again
+/// instead of retrying.
 
 #include <troupe/core/clock.hpp>
 #include <troupe/sharding/coordination/allocation_strategy.hpp>
@@ -24,6 +25,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace troupe::sharding::coordination {
@@ -34,6 +37,9 @@ struct coordinator_settings {
   std::string role;
   /// How often a tick asks the strategy for a rebalance (the spec's `rebalance-interval`).
   duration rebalance_interval = std::chrono::seconds(10);
+  /// How long a hand-off may wait for the old owner to stop the shard before it is aborted (the
+  /// spec's `hand-off-timeout`); measured on ticks.
+  duration handoff_timeout = std::chrono::seconds(10);
 };
 
 /// Decides where the shards of one sharded type live.
@@ -53,6 +59,9 @@ class coordinator {
     return allocations_;
   }
 
+  /// The hand-offs in progress, by shard.
+  [[nodiscard]] const std::map<shard_id, handoff>& handoffs() const noexcept { return handoffs_; }
+
   /// The shards with a write outstanding.
   [[nodiscard]] std::vector<shard_id> shards_in_flight() const;
 
@@ -61,8 +70,13 @@ class coordinator {
   [[nodiscard]] std::size_t hosting_regions() const;
 
  private:
-  struct pending_write {
-    std::vector<allocation_write> shards;
+  // A write decided and not answered yet: the decision itself says what its commit changes.
+  using pending_write =
+      std::variant<write_allocations, begin_handoffs, commit_handoff, abort_handoff>;
+  // When the coordinator first knew of a hand-off (the latest tick then), for its timeout.
+  struct handoff_clock {
+    store_revision revision = 0;
+    time_point since{};
   };
   using out = std::vector<coordinator_decision>;
 
@@ -75,6 +89,9 @@ class coordinator {
   void on(const region_deleted& e, out& o);
   void on(const allocation_put& e, out& o);
   void on(const allocation_deleted& e, out& o);
+  void on(const handoff_put& e, out& o);
+  void on(const handoff_deleted& e, out& o);
+  void on(const shard_stopped& e, out& o);
   void on(const home_requested& e, out& o);
   void on(const write_committed& e, out& o);
   void on(const write_failed& e, out& o);
@@ -87,13 +104,24 @@ class coordinator {
   void apply_change(const coordinator_event& event);
   void write_outcome_not_known(write_id id, out& o);
   void reconcile(out& o);
-  void answer_waiters(shard_id shard, const allocation& a, out& o);
+  void decide_handoffs(std::vector<region_view>& view, out& o);
+  void rebalance(out& o);
   [[nodiscard]] bool may_host(const region_info& region) const;
   [[nodiscard]] std::vector<region_view> hosting_view() const;
   // Asks the strategy, checks its answer and records the pick in `view`.
   std::optional<member_id> choose(shard_id shard, std::vector<region_view>& view, out& o);
-  void emit_write(std::vector<allocation_write> shards, std::optional<member_id> dead_owner,
-                  out& o);
+  // Where `a`'s shard should go instead of its owner, or nullopt to leave it there.
+  std::optional<handoff_start> plan_move(const allocation& a, std::vector<region_view>& view,
+                                         out& o);
+  // The region a stopped hand-off gives its shard to, or nullopt to wait for one.
+  std::optional<member_id> handoff_target(const handoff& h, std::vector<region_view>& view, out& o);
+  [[nodiscard]] bool handoff_timed_out(const handoff& h) const;
+  // Whether `h` is one this coordinator already ended (by a commit or an abort).
+  [[nodiscard]] bool handoff_ended(const handoff& h) const;
+  void end_handoff(shard_id shard, store_revision handoff_revision, store_revision at);
+  // Fills in the write's id and election key, marks its shards busy and emits it.
+  void emit(pending_write write, out& o);
+  void emit_handoffs(std::vector<handoff_start> starts, out& o);
 
   coordinator_settings settings_;
   std::unique_ptr<allocation_strategy> strategy_;
@@ -108,10 +136,16 @@ class coordinator {
   std::map<member_id, member_info> members_;
   std::map<member_id, region_info> regions_;
   std::map<shard_id, allocation> allocations_;
+  std::map<shard_id, handoff> handoffs_;
+  std::map<shard_id, handoff_clock> handoff_clocks_;
+  // The revision of this coordinator's commit or abort that ended each shard's last hand-off,
+  // until a read or the watch has passed it: older copies of that hand-off must not come back.
+  std::map<shard_id, store_revision> handoffs_ended_;
   std::map<write_id, pending_write> writes_;
   std::map<shard_id, write_id> busy_;
   std::map<shard_id, std::vector<member_id>> waiters_;
   write_id next_write_id_ = 1;
+  std::optional<time_point> last_now_;  // the latest tick's time
   std::optional<time_point> last_rebalance_;
 };
 

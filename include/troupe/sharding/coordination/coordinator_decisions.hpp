@@ -62,12 +62,62 @@ struct answer_home {
   friend bool operator==(const answer_home&, const answer_home&) = default;
 };
 
-/// The strategy would move these shards. Moving a shard from a live owner needs the hand-off
-/// protocol (the cluster, part 2); until then this is advice to log, not to act on.
-struct rebalance_advice {
-  std::vector<shard_id> shards;
+/// At most this many shards per begin_handoffs: two compares each, plus the coordinator's, stay
+/// within etcd's 128 operations.
+inline constexpr std::size_t max_handoffs_per_write = 63;
 
-  friend bool operator==(const rebalance_advice&, const rebalance_advice&) = default;
+/// One shard of a begin_handoffs: `shard` should leave `from`, if its allocation is still at
+/// `expected_mod_revision`, for `to`.
+struct handoff_start {
+  shard_id shard = 0;
+  member_id from;
+  member_id to;
+  store_revision expected_mod_revision = 0;
+
+  friend bool operator==(const handoff_start&, const handoff_start&) = default;
+};
+
+/// Start hand-offs in one transaction (1 to max_handoffs_per_write shards): all of
+/// CreateRevision(own election key) == `coordinator_key_create_revision`; per shard
+/// ModRevision(alloc key) == expected and Version(hand-off key) == 0; then one put of each
+/// hand-off key (from, to, the expected epoch) under the coordinator's lease. The transaction's
+/// revision names each hand-off. Why: the old owner stops the shard when it sees the key, and
+/// every region holds the shard's messages until the key is gone.
+struct begin_handoffs {
+  write_id id = 0;
+  store_revision coordinator_key_create_revision = 0;
+  std::vector<handoff_start> shards;
+
+  friend bool operator==(const begin_handoffs&, const begin_handoffs&) = default;
+};
+
+/// The old owner stopped the shard: give it to `to`. All of CreateRevision(own election key) ==
+/// `coordinator_key_create_revision`, ModRevision(alloc key) == `expected_mod_revision` and
+/// ModRevision(hand-off key) == `handoff_revision`; then put the allocation (its revision is the
+/// shard's new epoch) and delete the hand-off and stopped keys, in one transaction.
+struct commit_handoff {
+  write_id id = 0;
+  store_revision coordinator_key_create_revision = 0;
+  shard_id shard = 0;
+  member_id to;
+  store_revision expected_mod_revision = 0;
+  store_revision handoff_revision = 0;
+
+  friend bool operator==(const commit_handoff&, const commit_handoff&) = default;
+};
+
+/// Give up a hand-off: the shard stays with its owner at its epoch. All of
+/// CreateRevision(own election key) == `coordinator_key_create_revision` and
+/// ModRevision(hand-off key) == `handoff_revision`; then delete the hand-off and stopped keys.
+struct abort_handoff {
+  write_id id = 0;
+  store_revision coordinator_key_create_revision = 0;
+  shard_id shard = 0;
+  store_revision handoff_revision = 0;
+  /// Why, for the log: the old owner did not stop it in time, or is gone.
+  std::string reason;
+
+  friend bool operator==(const abort_handoff&, const abort_handoff&) = default;
 };
 
 /// The allocation strategy answered with a region that may not host the type (a proxy, a member
@@ -81,6 +131,7 @@ struct strategy_error {
 
 /// Everything a coordinator decides.
 using coordinator_decision =
-    std::variant<read_state, write_allocations, answer_home, rebalance_advice, strategy_error>;
+    std::variant<read_state, write_allocations, answer_home, begin_handoffs, commit_handoff,
+                 abort_handoff, strategy_error>;
 
 }  // namespace troupe::sharding::coordination

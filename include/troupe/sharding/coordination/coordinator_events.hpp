@@ -32,12 +32,14 @@ struct elected {
 /// nothing from now on and forgets its state, outstanding writes included.
 struct deposed {};
 
-/// Everything read at one revision: the members, the regions of this type, the allocations.
+/// Everything read at one revision: the members, the regions of this type, the allocations and
+/// the hand-offs in progress (`stopped` set where the old owner's stopped key names it).
 struct state_read {
   store_revision revision = 0;
   std::vector<member_info> members;
   std::vector<region_info> regions;
   std::vector<allocation> allocations;
+  std::vector<handoff> handoffs;
 };
 
 /// A member key was written (a new member, or a change such as leaving).
@@ -75,13 +77,35 @@ struct allocation_deleted {
   shard_id shard = 0;
 };
 
+/// A hand-off key was written; its revision is `value.revision` (`value.stopped` is false).
+struct handoff_put {
+  handoff value;
+};
+
+/// A hand-off key was deleted: committed, aborted, or gone with the lease of the coordinator
+/// that began it.
+struct handoff_deleted {
+  store_revision revision = 0;
+  shard_id shard = 0;
+};
+
+/// The old owner of `shard` reported, with a key written at `revision`, that the shard no longer
+/// runs there for the hand-off named `handoff_revision`.
+struct shard_stopped {
+  store_revision revision = 0;
+  shard_id shard = 0;
+  store_revision handoff_revision = 0;
+};
+
 /// The region on `requester` asks where `shard` lives.
 struct home_requested {
   member_id requester;
   shard_id shard = 0;
 };
 
-/// The write `id` committed at `revision` (the new epoch of each of its shards).
+/// The write `id` (of a write_allocations, begin_handoffs, commit_handoff or abort_handoff)
+/// committed at `revision`: the new epoch of each shard it allocated, the name of each hand-off
+/// it began.
 struct write_committed {
   write_id id = 0;
   store_revision revision = 0;
@@ -105,7 +129,7 @@ struct tick {
 /// Everything a coordinator is fed.
 using coordinator_event =
     std::variant<elected, deposed, state_read, member_put, member_deleted, region_put,
-                 region_deleted, allocation_put, allocation_deleted, home_requested,
-                 write_committed, write_failed, write_unknown, tick>;
+                 region_deleted, allocation_put, allocation_deleted, handoff_put, handoff_deleted,
+                 shard_stopped, home_requested, write_committed, write_failed, write_unknown, tick>;
 
 }  // namespace troupe::sharding::coordination

@@ -671,7 +671,10 @@ class region_actor final : public actor<region_message<M>> {
   /// at once, also when it drains already. Else settle it.
   void on_home_changed(shard_id shard) {
     auto it = shards_.find(shard);
-    if (it == shards_.end()) return;
+    if (it == shards_.end()) {
+      report_released(shard, nullptr);
+      return;
+    }
     shard_entry& entry = it->second;
     if (entry.route->shard) {
       const shard_home home = setup_->homes->home_of(shard);
@@ -682,9 +685,19 @@ class region_actor final : public actor<region_message<M>> {
       } else if (!entry.stopping) {
         stop_shard(entry);
       }
-      return;
+      return;  // released once the actor is gone
     }
     if (!entry.stopping) settle(shard, entry);
+    report_released(shard, &entry);
+  }
+
+  /// Tells the placement that the shard has no actor here while its home is not here: a shard
+  /// handed off from this node may then start elsewhere.
+  void report_released(shard_id shard, const shard_entry* entry) {
+    if (entry != nullptr && (entry->route->shard || entry->stopping)) return;
+    if (!std::holds_alternative<placed_here>(setup_->homes->home_of(shard))) {
+      setup_->homes->released(shard);
+    }
   }
 
   /// Sends what waits for a shard with no running actor (the region's buffer first, then what
@@ -924,6 +937,7 @@ class region_actor final : public actor<region_message<M>> {
       entry.stopped_now = false;
       // What waits goes where the placement says the shard lives now.
       if (held || !entry.buffer.empty()) settle(shard, entry);
+      report_released(shard, &entry);
       return;
     }
   }
