@@ -63,4 +63,6 @@ child_process::~child_process() {
 
 void child_process::kill_now() { ::kill(pid_, SIGKILL); }
 
+void child_process::terminate() { ::kill(pid_, SIGTERM); }
+
 }  // namespace troupe::bench

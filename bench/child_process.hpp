@@ -24,6 +24,8 @@ class child_process {
   [[nodiscard]] const std::string& first_line() const noexcept { return first_line_; }
   /// kill -9.
   void kill_now();
+  /// SIGTERM: a node leaves the cluster gracefully, then waits for its stdin to close.
+  void terminate();
 
  private:
   pid_t pid_ = 0;

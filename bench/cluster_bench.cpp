@@ -32,6 +32,12 @@
 //   failover_etcd_cut     the same, but node n1 reaches etcd through a proxy that freezes
 //                         instead of being killed: n1 must fence itself (its entities stop
 //                         before they start elsewhere) while it lives on.
+//   graceful_leave        the same three nodes and load, but the node holding the most gets
+//                         SIGTERM and leaves (cluster_node::leave: its shards are handed off):
+//                         value = ms until every sampled account of it answered from its new
+//                         node; fields p50_ms, max_ms, lost (deposits sent and not applied: must
+//                         be 0), reordered (applied after a later one: must be 0),
+//                         duplicate_activations.
 //
 //   troupe_bench_cluster [--case NAME[,NAME...]]... [--runs N] [--workers N] [--json-only]
 //                        [--shrink K]
@@ -432,10 +438,10 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
   const std::int64_t sampled = std::max<std::int64_t>(64 / shrink, 16);
   auto failover_case = [&](std::string name, troupe::bench::failover::fault what,
                            std::string target, std::function<bool(double)> meets,
-                           const std::string& store) {
+                           const std::string& store, std::string unit = "s") {
     cases.push_back(
         {std::move(name),
-         "s",
+         std::move(unit),
          std::move(target),
          std::move(meets),
          {{"accounts", str(accounts)},
@@ -451,6 +457,8 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
   failover_case("failover_etcd_cut", troupe::bench::failover::fault::etcd_cut, "", {},
                 "etcd on TROUPE_ETCD_ENDPOINTS (n1 through a proxy that freezes); one SQLite "
                 "journal file");
+  failover_case("graceful_leave", troupe::bench::failover::fault::leave, "<= 500 ms",
+                at_most(500.0), "etcd on TROUPE_ETCD_ENDPOINTS; one SQLite journal file", "ms");
   return cases;
 }
 

@@ -41,11 +41,13 @@
 #include <boost/describe/class.hpp>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -78,17 +80,23 @@ constexpr auto lease_ttl = 2s;
 
 struct deposited {
   std::int64_t amount = 0;
+  std::int64_t seq = 0;
 };
-BOOST_DESCRIBE_STRUCT(deposited, (), (amount))
+BOOST_DESCRIBE_STRUCT(deposited, (), (amount, seq))
 struct balance {
   std::int64_t amount = 0;
+  std::int64_t last_seq = 0;
+  /// Deposits applied after one the sender sent later.
+  std::int64_t reordered = 0;
 };
-BOOST_DESCRIBE_STRUCT(balance, (), (amount))
+BOOST_DESCRIBE_STRUCT(balance, (), (amount, last_seq, reordered))
 struct deposit {
   std::string owner;
   std::int64_t amount = 0;
+  /// The sender's number for this account's deposits (0: not counted).
+  std::int64_t seq = 0;
 };
-BOOST_DESCRIBE_STRUCT(deposit, (), (owner, amount))
+BOOST_DESCRIBE_STRUCT(deposit, (), (owner, amount, seq))
 struct get_balance {
   std::string owner;
 };
@@ -98,8 +106,9 @@ using account_command = std::variant<deposit, get_balance>;
 struct receipt {
   std::int64_t balance = 0;
   std::string node;
+  std::int64_t reordered = 0;
 };
-BOOST_DESCRIBE_STRUCT(receipt, (), (balance, node))
+BOOST_DESCRIBE_STRUCT(receipt, (), (balance, node, reordered))
 
 std::shared_ptr<tc::message_registry> messages() {
   auto r = std::make_shared<tc::message_registry>();
@@ -161,10 +170,12 @@ class account final : public tp::persistent_entity<account_command, deposited, b
     log_->record("start", id_);
   }
   effect_type on_command(const balance& s, account_command& cmd) override {
-    auto answer = [node = node_](const balance& now) { return receipt{now.amount, node}; };
+    auto answer = [node = node_](const balance& now) {
+      return receipt{now.amount, node, now.reordered};
+    };
     return std::visit(troupe::overloaded{
                           [&](const deposit& d) -> effect_type {
-                            return persist(deposited{d.amount}).then_reply(answer);
+                            return persist(deposited{d.amount, d.seq}).then_reply(answer);
                           },
                           [&](const get_balance&) -> effect_type { return reply(answer(s)); },
                       },
@@ -172,6 +183,10 @@ class account final : public tp::persistent_entity<account_command, deposited, b
   }
   balance apply(balance s, const deposited& e) const override {
     s.amount += e.amount;
+    if (e.seq > 0) {
+      if (e.seq < s.last_seq) ++s.reordered;
+      s.last_seq = std::max(s.last_seq, e.seq);
+    }
     return s;
   }
 
@@ -239,6 +254,9 @@ struct node {
 
 // -- the run ------------------------------------------------------------------------------------
 
+/// Set by SIGTERM in a node process.
+volatile std::sig_atomic_t leave_asked = 0;
+
 /// Asks until an answer comes, for at most `patience`; counts the asks in `tries`.
 std::optional<receipt> ask_until_answered(const troupe::actor_ref<account_command>& accounts,
                                           const account_command& cmd, troupe::duration patience,
@@ -293,9 +311,9 @@ class load {
     for (std::size_t n = 0; !stop_; ++n) {
       if (in_flight.size() >= 16) settle();
       const std::size_t i = n % ids_.size();
-      attempted_[i].fetch_add(1);
-      in_flight.emplace_back(i,
-                             accounts_.ask<receipt>(deposit{ids_[i], 1}, 1s, troupe::use_future));
+      const std::int64_t seq = attempted_[i].fetch_add(1) + 1;
+      in_flight.emplace_back(
+          i, accounts_.ask<receipt>(deposit{ids_[i], 1, seq}, 1s, troupe::use_future));
     }
     while (!in_flight.empty()) settle();
   }
@@ -419,10 +437,25 @@ int serve_node(int argc, char** argv) {
   }
   node self(argv[2], argv[3], split_endpoints(argv[4]), argv[5],
             static_cast<std::size_t>(std::atoi(argv[6])), true);
+  struct sigaction on_term {};
+  on_term.sa_handler = [](int) { leave_asked = 1; };
+  sigemptyset(&on_term.sa_mask);
+  ::sigaction(SIGTERM, &on_term, nullptr);
   std::printf("READY\n");
   std::fflush(stdout);
+  // Until stdin closes; a SIGTERM first makes the node leave (its shards are handed off).
+  bool left = false;
   char buf[64];
-  while (::read(0, buf, sizeof buf) > 0) {
+  for (;;) {
+    if (leave_asked != 0 && !left) {
+      left = true;
+      std::promise<void> done;
+      self.membership->leave([&](std::error_code) { done.set_value(); });
+      done.get_future().wait();
+    }
+    pollfd in{0, POLLIN, 0};
+    const int ready = ::poll(&in, 1, 20);
+    if (ready > 0 && ::read(0, buf, sizeof buf) <= 0) break;
   }
   return 0;
 }
@@ -499,6 +532,8 @@ run_result run(std::size_t workers, std::int64_t entities, std::int64_t samples,
   const auto killed = steady::now();
   if (what == fault::kill) {
     hosts[victim]->kill_now();
+  } else if (what == fault::leave) {
+    hosts[victim]->terminate();
   } else {
     proxy->freeze();
   }
@@ -550,12 +585,17 @@ run_result run(std::size_t workers, std::int64_t entities, std::int64_t samples,
                           " after they moved: it did not fence itself");
   }
 
-  // Every account, once more: nothing acknowledged is missing, nothing was made up.
+  // Every account, once more: nothing acknowledged is missing, nothing was made up; after a
+  // leave, nothing sent is missing and nothing came out of order.
   std::int64_t lost = 0;
+  std::int64_t lost_sent = 0;
+  std::int64_t reordered = 0;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     auto r = ask_until_answered(bench.accounts, get_balance{ids[i]}, 20s);
     if (!r) throw bench_failure(ids[i] + " never answered after the failover");
     lost += std::max<std::int64_t>(0, deposits.acked(i) - r->balance);
+    lost_sent += std::max<std::int64_t>(0, deposits.attempted(i) - r->balance);
+    reordered += r->reordered;
     check(r->balance <= deposits.attempted(i),
           ids[i] + " holds " + std::to_string(r->balance) + ", more than the " +
               std::to_string(deposits.attempted(i)) + " deposits ever sent");
@@ -569,6 +609,16 @@ run_result run(std::size_t workers, std::int64_t entities, std::int64_t samples,
         std::to_string(duplicates) + " accounts ran on two nodes at once around the fault");
   check(lost == 0, std::to_string(lost) + " acknowledged deposits were lost");
   std::sort(took.begin(), took.end());
+  if (what == fault::leave) {
+    check(lost_sent == 0, std::to_string(lost_sent) + " deposits sent were lost in the leave");
+    check(reordered == 0, std::to_string(reordered) + " deposits were applied out of order");
+    return {took.back() * 1000,
+            {{"p50_ms", percentile(took, 0.5) * 1000},
+             {"max_ms", took.back() * 1000},
+             {"lost", static_cast<double>(lost_sent)},
+             {"reordered", static_cast<double>(reordered)},
+             {"duplicate_activations", static_cast<double>(duplicates)}}};
+  }
   return {took.back(),
           {{"p50_s", percentile(took, 0.5)},
            {"max_s", took.back()},

@@ -1,7 +1,9 @@
 // A sharded type's placement on a cluster node, on the in-process model of etcd with a manual
 // clock: homes come from the allocations, a shard is here only once its store fence stands at the
 // allocation's epoch, an owner whose member key is gone hosts nothing, and homeless shards are
-// asked for until the coordinator answers.
+// asked for until the coordinator answers; a shard handed off from here has no home anywhere
+// until the hand-off ends, is reported stopped only once the region released it, and stays here
+// at its epoch when the hand-off is aborted.
 #include "cluster/placement/cluster_placement.hpp"
 
 #include <troupe/cluster/membership/in_process_store.hpp>
@@ -12,6 +14,7 @@
 
 #include "cluster/coordination/coordination_keys.hpp"
 #include "cluster/coordination/coordinator_runner.hpp"
+#include "cluster/coordination/handoff_keys.hpp"
 #include "cluster/membership/members.hpp"
 #include "support/manual_time.hpp"
 
@@ -19,8 +22,11 @@
 #include <boost/asio/use_future.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -333,6 +339,137 @@ TEST_F(cluster_placement_test, with_the_coordinator_runner_a_homeless_shard_find
   runner->stop();
   p->stop();
   poll();
+}
+
+/// Allocates to `picks` in turn (the last one again and again); its first rebalance moves
+/// `shard`, and no later one.
+class move_shard final : public coord::allocation_strategy {
+ public:
+  move_shard(shard_id shard, std::vector<coord::member_id> picks)
+      : shard_(shard), picks_(std::move(picks)) {}
+  std::optional<coord::member_id> allocate(shard_id, std::span<const coord::region_view>) override {
+    const auto& pick = picks_[std::min(next_, picks_.size() - 1)];
+    ++next_;
+    return pick;
+  }
+  std::vector<shard_id> rebalance(std::span<const coord::region_view>,
+                                  std::span<const shard_id>) override {
+    if (rebalanced_) return {};
+    rebalanced_ = true;
+    return {shard_};
+  }
+
+ private:
+  shard_id shard_;
+  std::vector<coord::member_id> picks_;
+  std::size_t next_ = 0;
+  bool rebalanced_ = false;
+};
+
+/// Nodes a and b, each with a placement (no store fences), and a's runner, whose strategy puts
+/// shard 11 on a and then hands it off to b.
+class handoff_test : public cluster_placement_test {
+ protected:
+  void SetUp() override {
+    a_ = join("a");
+    b_ = join("b");
+    coordinator_runner_options ro;
+    ro.cluster = cluster;
+    ro.type = type;
+    ro.self = a_;
+    ro.settings.rebalance_interval = 1s;
+    ro.settings.handoff_timeout = 3s;
+    auto ask = [this](const coord::member_id& who) {
+      return [this, who](shard_id s) { runner_->request_home(who, s); };
+    };
+    pa_ = place(a_, ask(a_), told_);
+    pb_ = place(b_, ask(b_), told_b_);
+    runner_ = coordinator_runner::start(store_, clock_, ro,
+                                        std::make_unique<move_shard>(11, std::vector{a_, b_}),
+                                        [](const coord::answer_home&) {});
+    poll();
+    ASSERT_TRUE(runner_->leading());
+    ASSERT_EQ(pa_->home_of(11), shard_home{no_home_yet{}});
+    poll();
+    const auto home = pa_->home_of(11);
+    ASSERT_TRUE(std::holds_alternative<placed_here>(home));
+    epoch_ = std::get<placed_here>(home).epoch;
+    told_.clear();
+  }
+  void TearDown() override {
+    runner_->stop();
+    pa_->stop();
+    pb_->stop();
+    poll();
+  }
+
+  std::shared_ptr<cluster_placement> place(const coord::member_id& self, home_request ask,
+                                           std::vector<shard_id>& told) {
+    cluster_placement_options o;
+    o.cluster = cluster;
+    o.type = type;
+    o.self = self;
+    auto p = cluster_placement::start(store_, clock_, o, {}, std::move(ask));
+    p->set_listener([&told](shard_id s) { told.push_back(s); });
+    return p;
+  }
+
+  /// The key's value, or "" when it does not exist.
+  std::string read(const std::string& key) {
+    std::string value;
+    store_->range(key_range::single(key), [&](std::error_code, range_result r) {
+      if (!r.kvs.empty()) value = r.kvs[0].value;
+    });
+    poll();
+    return value;
+  }
+  bool handing_off() { return !read(handoff_key(cluster, type, 11)).empty(); }
+
+  coord::member_id a_;
+  coord::member_id b_;
+  std::shared_ptr<cluster_placement> pa_;
+  std::shared_ptr<cluster_placement> pb_;
+  std::shared_ptr<coordinator_runner> runner_;
+  std::vector<shard_id> told_b_;
+  sharding::shard_epoch epoch_ = 0;
+};
+
+TEST_F(handoff_test, the_shard_moves_only_once_the_old_owners_region_released_it) {
+  let_time_pass(1s);  // the rebalance: a hand-off of shard 11 from a to b
+  ASSERT_TRUE(handing_off());
+  ASSERT_FALSE(told_.empty()) << "a's region is told to stop the shard";
+  EXPECT_EQ(std::count(told_.begin(), told_.end(), 11), static_cast<long>(told_.size()));
+  EXPECT_EQ(pb_->home_of(11), shard_home{no_home_yet{}}) << "nobody routes to it meanwhile";
+
+  // A release the region reported before it asked the shard's home during this hand-off may be
+  // from before it: the region could have started the shard again since.
+  pa_->released(11);
+  let_time_pass(2s);
+  EXPECT_EQ(read(stopped_key(cluster, type, 11)), "");
+  EXPECT_EQ(pa_->home_of(11), shard_home{no_home_yet{}});
+  EXPECT_EQ(read(alloc_key(cluster, type, 11)), encode_owner(a_)) << "no move without the stop";
+
+  pa_->released(11);  // after its home_of: the region has no actor for the shard
+  poll();
+  EXPECT_FALSE(handing_off());
+  EXPECT_EQ(read(alloc_key(cluster, type, 11)), encode_owner(b_));
+  const auto home = pb_->home_of(11);
+  ASSERT_TRUE(std::holds_alternative<placed_here>(home));
+  const auto moved_at = std::get<placed_here>(home).epoch;
+  EXPECT_GT(moved_at, epoch_);
+  EXPECT_EQ(pa_->home_of(11), shard_home{(placed_remote{"b", moved_at})});
+  EXPECT_EQ(read(stopped_key(cluster, type, 11)), "") << "the commit deletes the report";
+}
+
+TEST_F(handoff_test, a_hand_off_the_old_owner_does_not_stop_in_time_leaves_the_shard_there) {
+  let_time_pass(1s);
+  ASSERT_TRUE(handing_off());
+  EXPECT_EQ(pa_->home_of(11), shard_home{no_home_yet{}});
+  let_time_pass(5s);  // past the hand-off timeout, and its region never released the shard
+  EXPECT_FALSE(handing_off());
+  EXPECT_EQ(read(alloc_key(cluster, type, 11)), encode_owner(a_));
+  EXPECT_EQ(pa_->home_of(11), shard_home{placed_here{epoch_}}) << "back here, at its epoch";
+  EXPECT_EQ(pb_->home_of(11), shard_home{(placed_remote{"a", epoch_})});
 }
 
 }  // namespace
