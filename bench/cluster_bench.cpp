@@ -32,7 +32,13 @@
 //   failover_etcd_cut     the same, but node n1 reaches etcd through a proxy that freezes
 //                         instead of being killed: n1 must fence itself (its entities stop
 //                         before they start elsewhere) while it lives on.
-//   graceful_leave        the same three nodes and load, but the node holding the most gets
+//   handoff               one shard (8 entities) moved back and forth between nodes a and b, 20
+//                         times, while a proxy node p tells its entities from one thread (at most
+//                         64 unhandled); one process, TCP, etcd when TROUPE_ETCD_ENDPOINTS is set:
+//                         value = p99 ms from the coordinator beginning a move until the new node
+//                         handled a message of the shard; fields p50_ms, p99_ms, lost (must be 0)
+//                         (cluster_handoff.cpp).
+//   graceful_leave        failover's three nodes and load, but the node holding the most gets
 //                         SIGTERM and leaves (cluster_node::leave: its shards are handed off):
 //                         value = ms until every sampled account of it answered from its new
 //                         node; fields p50_ms, max_ms, lost (deposits sent and not applied: must
@@ -54,6 +60,8 @@
 #include "bench_support.hpp"
 #include "child_process.hpp"
 #include "cluster_failover.hpp"
+#include "cluster_handoff.hpp"
+#include "cluster_nodes.hpp"
 #include "cluster_support.hpp"
 #include "shared_tallies.hpp"
 
@@ -80,143 +88,6 @@ namespace {
 using namespace std::chrono_literals;
 using namespace troupe::bench;
 namespace tc = troupe::cluster;
-
-struct hit {
-  std::string id;
-};
-BOOST_DESCRIBE_STRUCT(hit, (), (id))
-
-std::vector<std::string> make_ids(std::int64_t count) {
-  std::vector<std::string> ids;
-  ids.reserve(static_cast<std::size_t>(count));
-  for (std::int64_t i = 0; i < count; ++i) ids.push_back("e" + std::to_string(i));
-  return ids;
-}
-
-/// What every entity (or the one plain actor) of a run reports to.
-using tallies = shared_tallies;
-
-class counter final : public troupe::actor<hit> {
- public:
-  explicit counter(tallies* t) : tallies_(t) {}
-
- private:
-  void receive(hit& h) override {
-    std::size_t n = 0;
-    std::from_chars(h.id.data() + 1, h.id.data() + h.id.size(), n);
-    tallies_->per_id(n).fetch_add(1, std::memory_order_relaxed);
-    tallies_->handled().fetch_add(1, std::memory_order_release);
-  }
-  tallies* tallies_;
-};
-
-/// Waits until `t` counts `n` handled messages.
-void wait_handled(const tallies& t, std::int64_t n, const std::string& what) {
-  const auto deadline = steady::now() + wait_limit;
-  while (t.handled().load(std::memory_order_acquire) < n) {
-    if (steady::now() > deadline) {
-      throw bench_failure("timed out waiting for " + what + " (" +
-                          std::to_string(n - t.handled().load()) + " outstanding)");
-    }
-    std::this_thread::yield();
-  }
-}
-
-/// Tells `messages` hits round-robin over `ids` to `to`, keeping at most `window` unhandled
-/// (0: no bound); returns the msgs/s from the first tell until the last is handled.
-double tell_all(const troupe::actor_ref<hit>& to, const std::vector<std::string>& ids,
-                std::int64_t messages, std::int64_t window, tallies& t) {
-  const std::int64_t before = t.handled().load();
-  std::int64_t seen = before;  // read again only at the window: the entities write it
-  const auto start = steady::now();
-  for (std::int64_t i = 0; i < messages; ++i) {
-    while (window > 0 && before + i - seen >= window) {
-      seen = t.handled().load(std::memory_order_acquire);
-      if (before + i - seen >= window) std::this_thread::yield();
-    }
-    to.tell(hit{ids[static_cast<std::size_t>(i) % ids.size()]});
-  }
-  wait_handled(t, before + messages, "every message to be handled");
-  return static_cast<double>(messages) / seconds_between(start, steady::now());
-}
-
-/// Every node's consensus store, served from its own thread: the in-process model of etcd, or
-/// (with `endpoints`) a real etcd under a cluster name of its own.
-struct etcd_model {
-  /// With `endpoints`, a cluster name of its own unless `shared_cluster` names one that another
-  /// process (a node of the same run) uses too.
-  explicit etcd_model(std::vector<std::string> endpoints = {}, std::string shared_cluster = {})
-      : endpoints(std::move(endpoints)) {
-    static std::atomic<int> runs{0};
-    if (!shared_cluster.empty()) {
-      cluster = std::move(shared_cluster);
-    } else if (!this->endpoints.empty()) {
-      cluster = "bench-" + std::to_string(::getpid()) + "-" + std::to_string(++runs);
-    }
-  }
-  // The thread stops before the model and the clock go; the io_context, whose strands the
-  // clock's timers hold, after them.
-  ~etcd_model() { runner.stop(); }
-  etcd_model(const etcd_model&) = delete;
-  etcd_model& operator=(const etcd_model&) = delete;
-  std::shared_ptr<tc::consensus_store> client() {
-    if (endpoints.empty()) return etcd.client(runner.io.get_executor());
-    return tc::make_etcd_store(runner.io.get_executor(), {endpoints});
-  }
-
-  std::vector<std::string> endpoints;
-  std::string cluster = "bench";
-  io_runner runner;
-  std::shared_ptr<troupe::clock> clock = troupe::make_steady_clock();
-  tc::in_process_etcd etcd{clock};
-};
-
-std::shared_ptr<tc::message_registry> messages() {
-  auto r = std::make_shared<tc::message_registry>();
-  tc::add_cluster_messages(*r);
-  r->add<hit>("bench.hit");
-  return r;
-}
-
-/// One cluster node: its system, remoting and membership.
-struct cluster_member {
-  cluster_member(const std::string& name, std::size_t workers, etcd_model& model,
-                 tc::transport_factory transport, tc::node_address bind)
-      : system(bench_config(workers).with_name(name)),
-        remote(system, tc::remote_options{}
-                           .with_cluster_name(model.cluster)
-                           .with_bind(std::move(bind))
-                           .with_registry(messages())
-                           .with_transport(std::move(transport))) {
-    auto options = tc::cluster_node_options{}.with_cluster_name(model.cluster).with_node(name);
-    options.retry = 100ms;
-    cluster = tc::cluster_node::join(system, troupe::sharding::cluster_sharding::get(system),
-                                     remote, model.client(), std::move(options), model.clock);
-    cluster->joined().get();
-  }
-  ~cluster_member() {
-    cluster.reset();
-    remote.shutdown();
-  }
-  troupe::actor_ref<hit> start(tallies* t, bool proxy,
-                               std::uint32_t shards = troupe::sharding::default_number_of_shards) {
-    auto options = troupe::sharding::sharding_options<hit>::create()
-                       .with_type_name("counter")
-                       .with_extract_entity_id([](const hit& h) { return h.id; })
-                       .with_passivation_idle(0s)
-                       .with_num_shards(shards);
-    if (proxy) {
-      options.with_proxy();
-    } else {
-      options.with_entity<counter>(t);
-    }
-    return troupe::sharding::cluster_sharding::get(system).start(std::move(options));
-  }
-
-  troupe::actor_system system;
-  tc::remote_node remote;
-  std::shared_ptr<tc::cluster_node> cluster;
-};
 
 void check_per_id(const tallies& t, std::int64_t expected) {
   for (std::size_t i = 0; i < t.size(); ++i) {
@@ -268,12 +139,6 @@ run_result local_tell_clustered(std::size_t workers, std::int64_t entities, std:
 }
 
 // -- remote_sharded_tell ------------------------------------------------------------------------
-
-tc::transport_factory tcp() {
-  return [](boost::asio::any_io_executor ex) {
-    return std::make_shared<tc::tcp_transport>(ex, tc::tcp_options{});
-  };
-}
 
 /// Node b of remote_sharded_tell, in a child process (this program with --serve-sharded): joins
 /// the run's cluster on the etcd in TROUPE_ETCD_ENDPOINTS and hosts the entities, which count
@@ -457,6 +322,20 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
   failover_case("failover_etcd_cut", troupe::bench::failover::fault::etcd_cut, "", {},
                 "etcd on TROUPE_ETCD_ENDPOINTS (n1 through a proxy that freezes); one SQLite "
                 "journal file");
+  const std::int64_t moves = std::max<std::int64_t>(20 / shrink, 3);
+  cases.push_back(
+      {"handoff",
+       "ms",
+       "p99 <= 50 ms",
+       at_most(50.0),
+       {{"moves", str(moves)},
+        {"entities", json_string("8, all in the moved shard")},
+        {"load", json_string("one thread telling through a proxy node, at most 64 unhandled")},
+        {"nodes", json_string("a and b host, p proxies; one process, TCP on 127.0.0.1")},
+        {"store", json_string(etcd_endpoints_from_env().empty()
+                                  ? "the in-process etcd model (TROUPE_ETCD_ENDPOINTS unset)"
+                                  : "etcd on TROUPE_ETCD_ENDPOINTS")}},
+       [=](std::size_t w) { return troupe::bench::handoff::run(w, moves, 8); }});
   failover_case("graceful_leave", troupe::bench::failover::fault::leave, "<= 500 ms",
                 at_most(500.0), "etcd on TROUPE_ETCD_ENDPOINTS; one SQLite journal file", "ms");
   return cases;
