@@ -38,6 +38,11 @@
 //                         value = p99 ms from the coordinator beginning a move until the new node
 //                         handled a message of the shard; fields p50_ms, p99_ms, lost (must be 0)
 //                         (cluster_handoff.cpp).
+//   join_rebalance        three hosting nodes and a proxy under load (640 entities, 64 shards,
+//                         least-shards with its default limits, a rebalance round a second); a
+//                         fourth node joins: value = seconds until every node holds 16 ± 1
+//                         shards; fields rounds (rounds that moved shards), lost (must be 0)
+//                         (cluster_rebalance.cpp).
 //   graceful_leave        failover's three nodes and load, but the node holding the most gets
 //                         SIGTERM and leaves (cluster_node::leave: its shards are handed off):
 //                         value = ms until every sampled account of it answered from its new
@@ -62,6 +67,7 @@
 #include "cluster_failover.hpp"
 #include "cluster_handoff.hpp"
 #include "cluster_nodes.hpp"
+#include "cluster_rebalance.hpp"
 #include "cluster_support.hpp"
 #include "shared_tallies.hpp"
 
@@ -336,6 +342,23 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
                                   ? "the in-process etcd model (TROUPE_ETCD_ENDPOINTS unset)"
                                   : "etcd on TROUPE_ETCD_ENDPOINTS")}},
        [=](std::size_t w) { return troupe::bench::handoff::run(w, moves, 8); }});
+  cases.push_back(
+      {"join_rebalance",
+       "s",
+       "",
+       {},
+       {{"entities", str(std::max<std::int64_t>(640 / shrink, 64))},
+        {"shards", "64"},
+        {"strategy", json_string("least-shards, limits 0.1 and 20 (6 shards a round), a round a "
+                                 "second")},
+        {"load", json_string("one thread telling through a proxy node, at most 64 unhandled")},
+        {"nodes", json_string("a, b, c host, then d joins; p proxies; one process, TCP")},
+        {"store", json_string(etcd_endpoints_from_env().empty()
+                                  ? "the in-process etcd model (TROUPE_ETCD_ENDPOINTS unset)"
+                                  : "etcd on TROUPE_ETCD_ENDPOINTS")}},
+       [=](std::size_t w) {
+         return troupe::bench::rebalance::run(w, std::max<std::int64_t>(640 / shrink, 64));
+       }});
   failover_case("graceful_leave", troupe::bench::failover::fault::leave, "<= 500 ms",
                 at_most(500.0), "etcd on TROUPE_ETCD_ENDPOINTS; one SQLite journal file", "ms");
   return cases;

@@ -93,55 +93,6 @@ std::vector<std::string> ids_of_one_shard(std::int64_t count, std::uint32_t shar
   return ids;
 }
 
-/// Tells hits round-robin over the ids from its own thread, at most `window` unhandled.
-class sender {
- public:
-  sender(troupe::actor_ref<hit> to, const std::vector<std::string>& ids, const tallies& a,
-         const tallies& b)
-      : to_(std::move(to)), ids_(ids), a_(a), b_(b), thread_([this] { run(); }) {}
-  ~sender() { stop(); }
-  sender(const sender&) = delete;
-  sender& operator=(const sender&) = delete;
-
-  void stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  [[nodiscard]] std::int64_t sent() const { return sent_.load(); }
-
- private:
-  void run() {
-    constexpr std::int64_t window = 64;
-    for (std::int64_t i = 0; !stop_; ++i) {
-      while (!stop_ && sent_.load() - handled() >= window) std::this_thread::yield();
-      to_.tell(hit{ids_[static_cast<std::size_t>(i) % ids_.size()]});
-      sent_.fetch_add(1);
-    }
-  }
-  [[nodiscard]] std::int64_t handled() const {
-    return a_.handled().load(std::memory_order_acquire) +
-           b_.handled().load(std::memory_order_acquire);
-  }
-
-  troupe::actor_ref<hit> to_;
-  const std::vector<std::string>& ids_;
-  const tallies& a_;
-  const tallies& b_;
-  std::atomic<bool> stop_{false};
-  std::atomic<std::int64_t> sent_{0};
-  std::thread thread_;
-};
-
-/// Waits until `done()`, for at most `limit`; throws bench_failure naming `what` after it.
-template <class Done>
-void wait_for(Done done, troupe::duration limit, const std::string& what) {
-  const auto give_up = steady::now() + limit;
-  while (!done()) {
-    if (steady::now() > give_up) throw bench_failure("timed out waiting for " + what);
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-}
-
 }  // namespace
 
 run_result run(std::size_t workers, std::int64_t moves, std::int64_t entities) {
@@ -167,7 +118,10 @@ run_result run(std::size_t workers, std::int64_t moves, std::int64_t entities) {
   auto hosted_b = b.start(&on_b, false, shards);
   auto proxy = p.start(nullptr, true, shards);
 
-  sender load(proxy, ids, on_a, on_b);
+  sender load(proxy, ids, [&] {
+    return on_a.handled().load(std::memory_order_acquire) +
+           on_b.handled().load(std::memory_order_acquire);
+  });
   wait_for([&] { return on_a.handled().load() + on_b.handled().load() > 0; },
            std::chrono::seconds(30), "the shard's first message");
   std::vector<double> millis;

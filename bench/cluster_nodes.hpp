@@ -179,4 +179,48 @@ inline tc::transport_factory tcp() {
   };
 }
 
+/// Tells hits round-robin over `ids` from its own thread, at most 64 not yet `handled()`.
+class sender {
+ public:
+  sender(troupe::actor_ref<hit> to, const std::vector<std::string>& ids,
+         std::function<std::int64_t()> handled)
+      : to_(std::move(to)), ids_(ids), handled_(std::move(handled)), thread_([this] { run(); }) {}
+  ~sender() { stop(); }
+  sender(const sender&) = delete;
+  sender& operator=(const sender&) = delete;
+
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  [[nodiscard]] std::int64_t sent() const { return sent_.load(); }
+
+ private:
+  void run() {
+    constexpr std::int64_t window = 64;
+    for (std::int64_t i = 0; !stop_; ++i) {
+      while (!stop_ && sent_.load() - handled_() >= window) std::this_thread::yield();
+      to_.tell(hit{ids_[static_cast<std::size_t>(i) % ids_.size()]});
+      sent_.fetch_add(1);
+    }
+  }
+
+  troupe::actor_ref<hit> to_;
+  const std::vector<std::string>& ids_;
+  std::function<std::int64_t()> handled_;
+  std::atomic<bool> stop_{false};
+  std::atomic<std::int64_t> sent_{0};
+  std::thread thread_;
+};
+
+/// Waits until `done()`, for at most `limit`; throws bench_failure naming `what` after it.
+template <class Done>
+void wait_for(Done done, troupe::duration limit, const std::string& what) {
+  const auto give_up = steady::now() + limit;
+  while (!done()) {
+    if (steady::now() > give_up) throw bench_failure("timed out waiting for " + what);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
 }  // namespace troupe::bench
