@@ -128,11 +128,6 @@ tc::remote_options remoting(const std::string& cluster) {
       });
 }
 
-std::int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now().time_since_epoch())
-      .count();
-}
-
 /// A node's "start <id> <steady ns>" and "stop <id> <steady ns>" lines, one write(2) each.
 class activation_log {
  public:

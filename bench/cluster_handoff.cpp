@@ -34,11 +34,6 @@ namespace {
 namespace coord = troupe::sharding::coordination;
 using troupe::sharding::shard_id;
 
-std::int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now().time_since_epoch())
-      .count();
-}
-
 /// What the bench and the coordinators' strategies share.
 struct move_control {
   shard_id shard = 0;

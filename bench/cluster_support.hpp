@@ -5,6 +5,8 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -29,6 +31,13 @@ inline std::vector<std::string> split_endpoints(std::string_view text) {
 inline std::vector<std::string> etcd_endpoints_from_env() {
   const char* given = std::getenv("TROUPE_ETCD_ENDPOINTS");
   return split_endpoints(given == nullptr ? "" : given);
+}
+
+/// The steady clock now, in ns: the stamps the cluster cases compare across threads and logs.
+inline std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 /// An io_context run by its own thread until stop() or this goes.

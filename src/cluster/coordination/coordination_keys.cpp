@@ -108,9 +108,7 @@ std::string encode_owner(const coord::member_id& owner) {
 
 std::optional<sharding::shard_id> shard_of_alloc_key(std::string_view cluster,
                                                      std::string_view type, std::string_view key) {
-  const std::string prefix = alloc_prefix(cluster, type);
-  if (!key.starts_with(prefix)) return std::nullopt;
-  return key_text::parse_decimal<sharding::shard_id>(key.substr(prefix.size()));
+  return key_text::shard_after(alloc_prefix(cluster, type), key);
 }
 
 std::optional<coord::allocation> decode_allocation(std::string_view cluster, std::string_view type,

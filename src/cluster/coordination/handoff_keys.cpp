@@ -13,13 +13,9 @@ using key_text::hex;
 using key_text::next_line;
 using key_text::parse_decimal;
 using key_text::parse_incarnation;
+using key_text::shard_after;
 
 namespace {
-
-std::optional<sharding::shard_id> shard_after(const std::string& prefix, std::string_view key) {
-  if (!key.starts_with(prefix)) return std::nullopt;
-  return parse_decimal<sharding::shard_id>(key.substr(prefix.size()));
-}
 
 std::string incarnation_text(const coord::member_id& m) {
   return m.node + "#" + hex(m.incarnation);

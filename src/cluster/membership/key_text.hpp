@@ -46,6 +46,13 @@ std::optional<Int> parse_decimal(std::string_view s) {
   return n;
 }
 
+/// The shard a `<prefix><decimal shard>` key names; nullopt for any other key.
+inline std::optional<sharding::shard_id> shard_after(std::string_view prefix,
+                                                     std::string_view key) {
+  if (!key.starts_with(prefix)) return std::nullopt;
+  return parse_decimal<sharding::shard_id>(key.substr(prefix.size()));
+}
+
 /// Splits off the next line of `rest`.
 inline std::string_view next_line(std::string_view& rest) {
   const auto nl = rest.find('\n');
