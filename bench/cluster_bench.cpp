@@ -41,7 +41,11 @@
 //   join_rebalance        three hosting nodes and a proxy under load (640 entities, 64 shards,
 //                         least-shards with its default limits, a rebalance round a second); a
 //                         fourth node joins: value = seconds until every node holds 16 ± 1
-//                         shards; fields rounds (rounds that moved shards), lost (must be 0)
+//                         shards; fields rounds (rounds that moved shards; target <= 2), lost
+//                         (must be 0); then the same join under a Zipf(1.1) load: fields
+//                         load_aware_busiest_share (the busiest node's message share over its
+//                         fair share with the load-aware strategy; target <= 1.3) and
+//                         shard_count_busiest_share (the same with least-shards)
 //                         (cluster_rebalance.cpp).
 //   graceful_leave        failover's three nodes and load, but the node holding the most gets
 //                         SIGTERM and leaves (cluster_node::leave: its shards are handed off):
@@ -345,12 +349,12 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
   cases.push_back(
       {"join_rebalance",
        "s",
-       "",
+       "rounds <= 2; load_aware_busiest_share <= 1.3",
        {},
        {{"entities", str(std::max<std::int64_t>(640 / shrink, 64))},
         {"shards", "64"},
-        {"strategy", json_string("least-shards, limits 0.1 and 20 (6 shards a round), a round a "
-                                 "second")},
+        {"strategy", json_string("least-shards, limits 0.3 and 20 (19 shards a round), a round a "
+                                 "second; load-aware and least-shards for the Zipf(1.1) shares")},
         {"load", json_string("one thread telling through a proxy node, at most 64 unhandled")},
         {"nodes", json_string("a, b, c host, then d joins; p proxies; one process, TCP")},
         {"store", json_string(etcd_endpoints_from_env().empty()

@@ -12,6 +12,7 @@
 #include "cluster/placement/delivery_endpoint.hpp"
 
 #include <algorithm>
+#include <future>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -24,6 +25,7 @@ namespace coord = sharding::coordination;
 
 struct cluster_node::state : std::enable_shared_from_this<state> {
   actor_system* system = nullptr;
+  std::uint64_t signal_step = 0;  // leaves the cluster on run_until_signal's signal
   sharding::cluster_sharding* sharding = nullptr;
   remote_node* remote = nullptr;
   std::shared_ptr<consensus_store> store;
@@ -101,8 +103,10 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
     }
     const auto at = parse_node_address(change.member.address);
     if (!at) return;
-    remote->node_left(*at, "node " + change.member.info.id.node + " (" + change.member.address +
-                               ") left the cluster: its member key is gone");
+    remote->node_left(*at,
+                      "node " + change.member.info.id.node + " (" + change.member.address +
+                          ") left the cluster: its member key is gone",
+                      change.member.info.leaving);
   }
 
   /// The node goes away: nothing is hosted, decided or read any more.
@@ -207,6 +211,12 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
     // A leaving owner answers once its shards have drained and moved (within about a lease).
     po.flush_timeout = std::max<duration>(std::chrono::seconds(5), 2 * options.lease_ttl);
     po.standing = standing;
+    if (hosts) {
+      // Twice per rebalance round, so a round plans on rates at most half a round old.
+      po.load_interval =
+          std::max<duration>(std::chrono::milliseconds(100),
+                             configured(options.rebalance_interval, "rebalance-interval") / 2);
+    }
     auto cell = std::make_shared<std::weak_ptr<cluster_placement>>();
     auto placement =
         cluster_placement::start(store, clock, std::move(po), std::move(fences),
@@ -300,7 +310,19 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
         self->stop_hosting(true);
         self->tell_fenced(std::string(to_string(why)));
       });
-  return std::shared_ptr<cluster_node>(new cluster_node(std::move(s)));
+  auto node = std::shared_ptr<cluster_node>(new cluster_node(s));
+  // SIGTERM or SIGINT through run_until_signal: leave gracefully (the shards are handed off)
+  // before the system stops, within about a lease.
+  s->signal_step = system.add_signal_step([weak = std::weak_ptr<cluster_node>(node)] {
+    auto self = weak.lock();
+    if (!self) return;
+    troupe::logger()->info("cluster {}: {} leaves on a signal", self->state_->options.cluster_name,
+                           self->state_->options.node);
+    auto left = std::make_shared<std::promise<void>>();
+    self->leave([left](std::error_code) { left->set_value(); });
+    left->get_future().wait_for(self->state_->options.lease_ttl + std::chrono::seconds(1));
+  });
+  return node;
 }
 
 cluster_node::~cluster_node() {
@@ -312,6 +334,7 @@ cluster_node::~cluster_node() {
     leaving_.request_stop();
     leaving_.join();
   }
+  state_->system->remove_signal_step(state_->signal_step);
   state_->stop_everything();
   state_->members->stop();  // set by join(), on this thread's side of it
   state_->keeper->stop();
@@ -413,9 +436,13 @@ void cluster_node::leave(std::function<void(std::error_code)> done) {
           while (!stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
             bool running = false;
             try {
-              for (const auto& shard : s->sharding->state(type, std::chrono::seconds(1)).shards) {
+              const auto region = s->sharding->state(type, std::chrono::seconds(1));
+              for (const auto& shard : region.shards) {
                 running |= shard.resident || shard.stopping;
               }
+              // And until what the region holds for shards that moved has gone on to their new
+              // owners: it would be lost with this node.
+              running |= region.buffered != 0;
             } catch (const troupe::error& e) {
               // A busy region answers late and may still run shards; any other error: it is
               // gone, and nothing of it runs.

@@ -223,19 +223,58 @@ int actor_system::run_until_signal() {
   std::atomic<int> received{0};
   signals.async_wait([this, &received](const boost::system::error_code& ec, int signo) {
     if (!ec) {
-      received.store(signo);
       detail::runtime_logger().info("actor system '{}': signal {} received, shutting down",
                                     impl_->config().name, signo);
-      impl_->terminate();
+      received.store(signo);
     }
   });
   // Wait in slices rather than in one blocking call: a signal to this thread that a sanitizer
   // defers until the thread leaves its wait is then still handled (ThreadSanitizer once held
-  // a SIGTERM for good while this thread slept on the condition variable).
+  // a SIGTERM for good while this thread slept on the condition variable). The steps run here,
+  // not on the io thread that took the signal: they may block, and may need that thread.
+  bool stepped = false;
   while (!impl_->await_termination_for(std::chrono::milliseconds(100))) {
+    if (received.load() != 0 && !stepped) {
+      stepped = true;
+      run_signal_steps();
+      impl_->terminate();
+    }
   }
   signals.cancel();
   return received.load();
+}
+
+std::uint64_t actor_system::add_signal_step(std::function<void()> step) {
+  std::lock_guard lock(impl_->signal_steps_mutex_);
+  const std::uint64_t id = impl_->next_signal_step_++;
+  impl_->signal_steps_.emplace(id, std::move(step));
+  return id;
+}
+
+void actor_system::remove_signal_step(std::uint64_t id) {
+  std::lock_guard lock(impl_->signal_steps_mutex_);
+  impl_->signal_steps_.erase(id);
+}
+
+void actor_system::run_signal_steps() {
+  // One at a time, newest first, each taken out under the lock: a step may remove others (or
+  // itself) while it runs.
+  for (;;) {
+    std::function<void()> step;
+    {
+      std::lock_guard lock(impl_->signal_steps_mutex_);
+      if (impl_->signal_steps_.empty()) return;
+      auto last = std::prev(impl_->signal_steps_.end());
+      step = std::move(last->second);
+      impl_->signal_steps_.erase(last);
+    }
+    try {
+      step();
+    } catch (const std::exception& e) {
+      detail::runtime_logger().error("actor system '{}': a signal step threw: {}",
+                                     impl_->config().name, e.what());
+    }
+  }
 }
 
 std::size_t actor_system::run_until_idle() {

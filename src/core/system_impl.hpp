@@ -15,6 +15,8 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -90,6 +92,11 @@ class system_impl final : public ref_counted {
   std::recursive_mutex extensions_mutex_;
   std::vector<std::pair<std::type_index, std::shared_ptr<void>>> extensions_;
   friend class troupe::actor_system;
+
+  // run_until_signal's steps, by id (ids grow: newest last).
+  std::mutex signal_steps_mutex_;
+  std::map<std::uint64_t, std::function<void()>> signal_steps_;
+  std::uint64_t next_signal_step_ = 1;
 
   std::mutex termination_mutex_;
   std::condition_variable termination_cv_;

@@ -43,6 +43,19 @@ TEST(RebalanceLimit, IsTheSmallerOfRelativeAndAbsoluteButAtLeastOne) {
   EXPECT_EQ(rebalance_limit({1.0, 0}, 1000), 1U);
 }
 
+TEST(RebalanceLimit, DefaultsLetANodeJoiningThreeTakeItsShareInOneRound) {
+  const rebalance_limits defaults;
+  EXPECT_EQ(defaults.relative, 0.3);
+  EXPECT_EQ(defaults.absolute, 20U);
+  // A fourth node needs 64 / 4 = 16 shards: one round of min(int(0.3 × 64), 20) = 19.
+  EXPECT_EQ(rebalance_limit(defaults, 64), 19U);
+  EXPECT_GE(rebalance_limit(defaults, 64), 64U / 4);
+  // A third node needs 22 of 64: two rounds.
+  EXPECT_LT(rebalance_limit(defaults, 64), 22U);
+  EXPECT_GE(2 * rebalance_limit(defaults, 64), 22U);
+  EXPECT_EQ(rebalance_limit(defaults, 1000), 20U);
+}
+
 TEST(HashModRegions, PicksShardModRegionsOverRegionsSortedById) {
   auto strategy = make_hash_mod_regions_strategy();
   const std::vector<region_view> abc{region("a"), region("b"), region("c")};
@@ -63,6 +76,50 @@ TEST(HashModRegions, AvoidsLeavingRegionsUnlessAllLeave) {
   const std::vector<region_view> all_leaving{region("a", {}, true), region("b", {}, true)};
   EXPECT_EQ(strategy->allocate(1, all_leaving)->node, "b");
   EXPECT_EQ(strategy->allocate(1, {}), std::nullopt);
+}
+
+TEST(HashModRegions, AllocatesOnlyToTheNewestVersionDuringARollingUpdate) {
+  auto strategy = make_hash_mod_regions_strategy();
+  // b and d run 1.10, a and c 1.9: shards alternate between b and d.
+  const std::vector<region_view> mixed{
+      region("a", {}, false, "1.9"), region("b", {}, false, "1.10"), region("c", {}, false, "1.9"),
+      region("d", {}, false, "1.10")};
+  for (shard_id s = 0; s < 8; ++s) {
+    EXPECT_EQ(strategy->allocate(s, mixed)->node, s % 2 == 0 ? "b" : "d") << s;
+  }
+  // Not leaving comes first: a leaving member on the newest version gets nothing while others
+  // stay, and of the members that stay only the newest count.
+  const std::vector<region_view> newest_leaving{
+      region("a", {}, false, "1"), region("b", {}, true, "2"), region("c", {}, false, "1")};
+  for (shard_id s = 0; s < 4; ++s) {
+    EXPECT_EQ(strategy->allocate(s, newest_leaving)->node, s % 2 == 0 ? "a" : "c") << s;
+  }
+  const std::vector<region_view> all_leaving{region("a", {}, true, "1"), region("b", {}, true, "2"),
+                                             region("c", {}, true, "2")};
+  for (shard_id s = 0; s < 4; ++s) {
+    EXPECT_EQ(strategy->allocate(s, all_leaving)->node, s % 2 == 0 ? "b" : "c") << s;
+  }
+}
+
+TEST(HashModRegions, RebalancesOnlyWhenNobodyLeavesAndVersionsAgree) {
+  auto strategy = make_hash_mod_regions_strategy({1.0, 100});
+  // Mid-update: the shards on the old version a would all move to b, nothing moves yet.
+  EXPECT_TRUE(
+      strategy
+          ->rebalance(
+              std::vector{region("a", range(0, 8), false, "1"), region("b", {}, false, "2")}, {})
+          .empty());
+  // While c leaves, the odd shards that belong on b wait too.
+  EXPECT_TRUE(
+      strategy
+          ->rebalance(std::vector{region("a", range(0, 8)), region("b"), region("c", {}, true)}, {})
+          .empty());
+  // Once the versions agree, or the leave is over, it moves the misplaced ones.
+  EXPECT_EQ(strategy->rebalance(
+                std::vector{region("a", range(0, 8), false, "2"), region("b", {}, false, "2")}, {}),
+            (std::vector<shard_id>{1, 3, 5, 7}));
+  EXPECT_EQ(strategy->rebalance(std::vector{region("a", range(0, 8)), region("b")}, {}),
+            (std::vector<shard_id>{1, 3, 5, 7}));
 }
 
 TEST(HashModRegions, RebalanceMovesMisplacedShardsWithinTheLimit) {

@@ -134,13 +134,13 @@ class cluster_node {
   /// member. Holds troupe::error with the store's code when it cannot be read. A shard's
   /// place as this node's region routes to it is in cluster_sharding::shards() (owner, epoch).
   [[nodiscard]] std::future<cluster_state> read_state() const;
-  /// Leaves: no shard starts here any more, the running ones stop (each after what its mailbox
-  /// holds), and once none runs (or after one lease TTL at most) the lease is revoked, so the
-  /// node's keys go and its shards move. Messages for those shards wait in the regions (here
-  /// and on the nodes that send to them) until the shards have their next home, and then go
-  /// there; the regions here keep routing to the other nodes. (A graceful leave that hands
-  /// shards off first is part 2 of the cluster.) `done` gets the store's answer to the revoke,
-  /// on another thread.
+  /// Leaves gracefully: the member is marked leaving, the coordinators hand every shard of it
+  /// off to the other nodes (each after what its mailbox holds; messages for it wait in the
+  /// regions, here and elsewhere, and then go to its new owner), and once none runs here (or
+  /// after one lease TTL at most) the lease is revoked, so the node's keys go. The regions here
+  /// keep routing to the other nodes. `done` gets the store's answer to the revoke, on another
+  /// thread. actor_system::run_until_signal() calls it on SIGTERM or SIGINT and waits for it
+  /// before the system shuts down.
   void leave(std::function<void(std::error_code)> done = {});
 
   struct state;

@@ -108,8 +108,10 @@ class remote_node {
   void follow_membership();
   /// The node at `address` is no member any more: watchers of its actors get `terminated`,
   /// asks waiting for it fail with errc::node_left, and refs bound to its incarnation are dead.
-  /// A later incarnation at the same address is reached as usual.
-  void node_left(const node_address& address, std::string reason);
+  /// A later incarnation at the same address is reached as usual. With `graceful` (it left, and
+  /// passed on what it was sent first), asks whose message reached it keep waiting for their
+  /// reply, which may come from where the message was passed on, or fail at their timeout.
+  void node_left(const node_address& address, std::string reason, bool graceful = false);
 
  private:
   std::shared_ptr<detail::node_core> core_;

@@ -126,9 +126,16 @@ class actor_system {
   /// Blocks until terminated or `timeout` passed; true when terminated.
   bool await_termination_for(duration timeout);
   [[nodiscard]] bool is_terminated() const noexcept;
-  /// Blocks until SIGINT or SIGTERM (or terminate()), then shuts down gracefully; returns the
-  /// signal number (0 when terminated otherwise).
+  /// Blocks until SIGINT or SIGTERM (or terminate()), then runs the signal steps and shuts down
+  /// gracefully; returns the signal number (0 when terminated otherwise).
   int run_until_signal();
+  /// Adds a step that run_until_signal() runs when a signal arrives, before the shutdown: steps
+  /// run newest first, one at a time, on run_until_signal's thread, and may block for a bounded
+  /// time (a cluster node hands its shards off in one: cluster_node::leave). Returns the id
+  /// remove_signal_step() takes.
+  std::uint64_t add_signal_step(std::function<void()> step);
+  /// Removes a step; an id that is not added (any more) is ignored.
+  void remove_signal_step(std::uint64_t id);
 
   /// With manual scheduling: runs actors on this thread until none has work; returns the
   /// number of turns run.
@@ -145,6 +152,7 @@ class actor_system {
   [[nodiscard]] detail::system_impl& impl() noexcept { return *impl_; }
 
  private:
+  void run_signal_steps();
   void* extension_slot(const std::type_info& type,
                        const std::function<std::shared_ptr<void>()>& make);
 

@@ -24,6 +24,7 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace troupe::sharding {
 
@@ -115,6 +116,12 @@ class placement {
   [[nodiscard]] std::shared_ptr<const troupe::detail::node_standing> standing() const noexcept {
     return standing_;
   }
+
+  /// Reads how many messages each shard was delivered here so far (cumulative; any thread).
+  using delivery_counter = std::function<std::vector<std::pair<shard_id, std::uint64_t>>()>;
+  /// The region gives the placement its delivery counts to read, from which a cluster reports
+  /// each shard's message rate to the coordinator (an empty function removes it).
+  virtual void set_delivery_counter(delivery_counter counter) { (void)counter; }
 
   // -- routing across nodes (a placement without it keeps remote shards' messages waiting) ---
   /// Called with each message other nodes' regions sent here; may be called on any thread.

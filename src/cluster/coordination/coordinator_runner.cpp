@@ -5,6 +5,7 @@
 
 #include "cluster/coordination/coordination_keys.hpp"
 #include "cluster/coordination/handoff_keys.hpp"
+#include "cluster/coordination/load_keys.hpp"
 #include "cluster/membership/members.hpp"
 #include "cluster/strand_steps.hpp"
 
@@ -265,9 +266,10 @@ void coordinator_runner::read_state(std::uint64_t term) {
       range_op{key_range::prefix(handoff_prefix(options_.cluster, options_.type))});
   t.success.emplace_back(
       range_op{key_range::prefix(stopped_prefix(options_.cluster, options_.type))});
+  t.success.emplace_back(range_op{key_range::prefix(load_prefix(options_.cluster, options_.type))});
   auto done = [term](coordinator_runner& self, std::error_code ec, txn_result r) {
     if (term != self.term_) return;
-    if (ec || r.ranges.size() != 6) {
+    if (ec || r.ranges.size() != 7) {
       self.after_retry([term](coordinator_runner& s) {
         if (term == s.term_) s.read_state(term);
       });
@@ -312,6 +314,11 @@ void coordinator_runner::on_state(std::uint64_t term, revision at,
       s.handoffs.push_back(std::move(*h));
     }
   }
+  for (const auto& kv : ranges[6]) {
+    if (auto l = decode_load_report(options_.cluster, options_.type, kv.key, kv.value)) {
+      s.loads.push_back(std::move(*l));
+    }
+  }
   ++state_reads_;
   // The watch starts at R + 1 before anything is fed, so no change falls between the read and it.
   watch_state(at + 1);
@@ -345,6 +352,7 @@ void coordinator_runner::on_state_batch(const watch_batch& batch) {
   const std::string allocs = alloc_prefix(cluster, type);
   const std::string handoffs = handoff_prefix(cluster, type);
   const std::string stops = stopped_prefix(cluster, type);
+  const std::string loads = load_prefix(cluster, type);
   const std::uint64_t gen = state_gen_;
   for (const auto& e : batch.events) {
     if (gen != state_gen_) return;  // a change deposed us meanwhile
@@ -380,6 +388,14 @@ void coordinator_runner::on_state_batch(const watch_batch& batch) {
       }
     } else if (put && kv.key.starts_with(stops)) {
       if (auto r = decode_stopped(cluster, type, kv)) feed(*r);
+    } else if (kv.key.starts_with(loads)) {
+      if (put) {
+        if (auto l = decode_load_report(cluster, type, kv.key, kv.value)) {
+          feed(coord::load_reported{std::move(*l)});
+        }
+      } else if (auto id = load_region_of(cluster, type, kv.key)) {
+        feed(coord::load_reported{{*id, {}}});
+      }
     }
   }
 }

@@ -70,6 +70,10 @@ std::shared_ptr<cluster_placement> cluster_placement::start(std::shared_ptr<cons
       self->register_region();
       self->read();
       self->tick();
+      if (!self->options_.proxy && self->options_.load_interval > duration::zero()) {
+        self->last_counted_ = self->clock_->now();
+        self->report_load();
+      }
     }
   });
   return p;
@@ -91,6 +95,7 @@ cluster_placement::~cluster_placement() {
   stopped_ = true;
   if (watch_) watch_->cancel();
   if (tick_timer_ != 0) clock_->cancel(tick_timer_);
+  if (load_timer_ != 0) clock_->cancel(load_timer_);
   for (timer_id t : retry_timers_) clock_->cancel(t);
 }
 
@@ -339,6 +344,8 @@ void cluster_placement::stop() {
     self->watch_.reset();
     if (self->tick_timer_ != 0) self->clock_->cancel(self->tick_timer_);
     self->tick_timer_ = 0;
+    if (self->load_timer_ != 0) self->clock_->cancel(self->load_timer_);
+    self->load_timer_ = 0;
     for (timer_id t : self->retry_timers_) self->clock_->cancel(t);
     self->retry_timers_.clear();
     self->announce({});  // every home the region knows is now gone

@@ -112,6 +112,9 @@ struct cluster_placement_options {
   /// The node's standing, whose deadline its lease keeper sets: the entities this placement
   /// hosts check it. Null: one that only fencing revokes.
   std::shared_ptr<troupe::detail::node_standing> standing;
+  /// How often the region's load report (each hosted shard's message rate) is written for the
+  /// coordinator's strategy; zero: never.
+  duration load_interval = duration::zero();
 };
 
 /// One sharded type's placement on one cluster node.
@@ -141,6 +144,7 @@ class cluster_placement final : public sharding::placement,
   [[nodiscard]] std::shared_ptr<remote_link> link_to(const sharding::placed_remote& home,
                                                      sharding::shard_id shard) override;
   void set_arrival_handler(arrival_handler handler) override;
+  void set_delivery_counter(delivery_counter counter) override;
   /// The region has no actor for `shard` and starts one only on a placed_here answer: a shard
   /// this node hands off is reported stopped (once the region asked its home during the
   /// hand-off, so the answer it acted on was this hand-off's).
@@ -228,6 +232,9 @@ class cluster_placement final : public sharding::placement,
   void ask_release(const std::vector<sharding::shard_id>& shards);
   void raise_fence(sharding::shard_id shard, sharding::shard_epoch epoch);
   void tick();
+  /// Every load_interval: the rates since the last report, written if they changed
+  /// (cluster_placement_loads.cpp).
+  void report_load();
   /// Recomputes the homes of `shards` (all asked shards when empty) and tells the listener of
   /// each that changed.
   void announce(const std::vector<sharding::shard_id>& shards);
@@ -260,6 +267,7 @@ class cluster_placement final : public sharding::placement,
   std::map<sharding::shard_id, sharding::shard_home> asked_;
   home_listener listener_;
   arrival_handler arrivals_;
+  delivery_counter counter_;
   bool had_arrivals_handler_ = false;
   /// What arrived before the region started (the type's region key goes out first).
   std::vector<sharding::remote_arrival> early_arrivals_;
@@ -270,6 +278,10 @@ class cluster_placement final : public sharding::placement,
   std::uint64_t watch_gen_ = 0;
   std::unique_ptr<watch_handle> watch_;
   timer_id tick_timer_ = 0;
+  timer_id load_timer_ = 0;
+  std::map<sharding::shard_id, std::uint64_t> last_counts_;  // at last_counted_
+  time_point last_counted_{};
+  std::string last_load_;  // the value written last
   std::set<timer_id> retry_timers_;
 };
 

@@ -215,7 +215,7 @@ std::vector<peer_status> node_core::peers() const {
   return out;
 }
 
-void node_core::node_left(const node_address& address, std::string reason) {
+void node_core::node_left(const node_address& address, std::string reason, bool graceful) {
   if (closed()) return;
   std::shared_ptr<peer> p;
   {
@@ -224,7 +224,9 @@ void node_core::node_left(const node_address& address, std::string reason) {
     if (it == peers_.end()) return;  // nothing here depends on it
     p = it->second;
   }
-  boost::asio::post(*io_, [p = std::move(p), reason = std::move(reason)] { p->left(reason); });
+  boost::asio::post(*io_, [p = std::move(p), reason = std::move(reason), graceful] {
+    p->left(reason, graceful);
+  });
 }
 
 troupe::dead_letter_office& node_core::dead_letters() noexcept {
@@ -258,8 +260,8 @@ void remote_node::shutdown() { core_->shutdown(); }
 
 void remote_node::follow_membership() { core_->follow_membership(); }
 
-void remote_node::node_left(const node_address& address, std::string reason) {
-  core_->node_left(address, std::move(reason));
+void remote_node::node_left(const node_address& address, std::string reason, bool graceful) {
+  core_->node_left(address, std::move(reason), graceful);
 }
 
 }  // namespace troupe::cluster

@@ -78,10 +78,12 @@ class peer : public std::enable_shared_from_this<peer> {
   /// An ask's reply target exported to this peer: failed at once if the peer is lost.
   void track_ask(intrusive_ptr<actor_target> promise) { asks_.push_back(std::move(promise)); }
   /// The peer is gone (unreachable, restarted, left, shut down): fail what depends on it.
-  void lost(errc why, const std::string& reason, bool shutting_down = false);
+  /// With `keep_sent_asks`, asks whose message was sent keep waiting (a graceful leave).
+  void lost(errc why, const std::string& reason, bool shutting_down = false,
+            bool keep_sent_asks = false);
   /// The peer's node left the cluster: lost, and its incarnation's refs and watches are dead
   /// until a node answers at the address again.
-  void left(const std::string& reason);
+  void left(const std::string& reason, bool graceful);
   /// Closes the stream for good (node shutdown).
   void close();
   /// Remote targets of this peer's actors received in messages, shared so equal refs compare

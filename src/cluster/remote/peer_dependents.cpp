@@ -12,14 +12,14 @@ using troupe::detail::terminated_message;
 
 // -- what depends on the peer -----------------------------------------------------------
 
-void peer::lost(errc why, const std::string& reason, bool shutting_down) {
+void peer::lost(errc why, const std::string& reason, bool shutting_down, bool keep_sent_asks) {
   if (!shutting_down) {
     core_->counters.peers_lost.fetch_add(1, std::memory_order_relaxed);
     troupe::logger()->warn("remote: {}", reason);
   }
   auto code = make_error_code(why);
   for (auto& ask : asks_) {
-    if (!ask->is_terminated()) ask->notify_undelivered(code, reason);
+    if (!keep_sent_asks && !ask->is_terminated()) ask->notify_undelivered(code, reason);
   }
   asks_.clear();
   auto watches = std::move(watches_);
@@ -57,12 +57,14 @@ void peer::lost(errc why, const std::string& reason, bool shutting_down) {
   if (!staged_.empty()) drop_staged_if(fail, code, reason);
 }
 
-void peer::left(const std::string& reason) {
+void peer::left(const std::string& reason, bool graceful) {
   {
     std::lock_guard lock(mutex_);
     left_ = true;
   }
-  lost(errc::node_left, reason);
+  // A node that left gracefully handled or passed on all it was sent: the replies to those
+  // asks may still come, from the shards' new owners.
+  lost(errc::node_left, reason, false, graceful);
   for (auto& [id, t] : targets_) t->mark_terminated();
   targets_.clear();
 }

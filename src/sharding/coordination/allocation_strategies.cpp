@@ -1,6 +1,8 @@
-// The two built-in allocation strategies (hash mod regions, least shards) and the helpers they
-// share: the rebalance limit and the application-version order.
+// Two of the built-in allocation strategies (hash mod regions, least shards), the rebalance
+// limit and the application-version order; load-aware is in load_aware_strategy.cpp.
 #include <troupe/sharding/coordination/allocation_strategy.hpp>
+
+#include "sharding/coordination/strategy_helpers.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -30,29 +32,23 @@ std::strong_ordering compare_numbers(std::string_view a, std::string_view b) {
   return a.compare(b) <=> 0;
 }
 
-// The regions a new shard may go to by preference: those not leaving, unless all are.
+// The regions a new shard may go to by preference, sorted by member id: those not leaving
+// (unless all are), and of those only the ones with the newest application version.
 std::vector<const region_view*> preferred(std::span<const region_view> regions) {
-  std::vector<const region_view*> out;
+  const region_view* top = nullptr;
   for (const auto& r : regions) {
-    if (!r.leaving) {
-      out.push_back(&r);
+    if (top == nullptr || detail::suitability(r, *top) > 0) {
+      top = &r;
     }
   }
-  if (out.empty()) {
-    for (const auto& r : regions) {
+  std::vector<const region_view*> out;
+  for (const auto& r : regions) {
+    if (detail::suitability(r, *top) == 0) {
       out.push_back(&r);
     }
   }
   std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->region < b->region; });
   return out;
-}
-
-std::size_t total_shards(std::span<const region_view> regions) {
-  std::size_t total = 0;
-  for (const auto& r : regions) {
-    total += r.shards.size();
-  }
-  return total;
 }
 
 class hash_mod_regions final : public allocation_strategy {
@@ -70,7 +66,7 @@ class hash_mod_regions final : public allocation_strategy {
   std::vector<shard_id> rebalance(std::span<const region_view> regions,
                                   std::span<const shard_id> in_progress) override {
     std::vector<shard_id> moves;
-    if (!in_progress.empty() || regions.empty()) {
+    if (!in_progress.empty() || regions.empty() || !detail::a_good_time(regions)) {
       return moves;
     }
     const auto order = preferred(regions);
@@ -82,7 +78,7 @@ class hash_mod_regions final : public allocation_strategy {
       }
     }
     std::sort(moves.begin(), moves.end());
-    moves.resize(std::min(moves.size(), rebalance_limit(limits_, total_shards(regions))));
+    moves.resize(std::min(moves.size(), rebalance_limit(limits_, detail::total_shards(regions))));
     return moves;
   }
 
@@ -97,7 +93,7 @@ class least_shards final : public allocation_strategy {
   std::optional<member_id> allocate(shard_id, std::span<const region_view> regions) override {
     const region_view* best = nullptr;
     for (const auto& r : regions) {
-      if (best == nullptr || better(r, *best)) {
+      if (best == nullptr || detail::better(r, *best)) {
         best = &r;
       }
     }
@@ -110,7 +106,7 @@ class least_shards final : public allocation_strategy {
   std::vector<shard_id> rebalance(std::span<const region_view> regions,
                                   std::span<const shard_id> in_progress) override {
     std::vector<shard_id> moves;
-    if (!in_progress.empty() || regions.empty() || !a_good_time(regions)) {
+    if (!in_progress.empty() || regions.empty() || !detail::a_good_time(regions)) {
       return moves;
     }
     // Most suitable first, as for allocation, so phase 2 takes from the least suitable last.
@@ -118,9 +114,10 @@ class least_shards final : public allocation_strategy {
     for (const auto& r : regions) {
       sorted.push_back(&r);
     }
-    std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return better(*a, *b); });
+    std::sort(sorted.begin(), sorted.end(),
+              [](auto* a, auto* b) { return detail::better(*a, *b); });
 
-    const auto total = total_shards(regions);
+    const auto total = detail::total_shards(regions);
     if (total == 0) {
       return moves;
     }
@@ -159,30 +156,6 @@ class least_shards final : public allocation_strategy {
   }
 
  private:
-  static bool better(const region_view& a, const region_view& b) {
-    if (a.leaving != b.leaving) {
-      return !a.leaving;
-    }
-    if (const auto c = compare_app_versions(a.app_version, b.app_version); c != 0) {
-      return c > 0;
-    }
-    if (a.shards.size() != b.shards.size()) {
-      return a.shards.size() < b.shards.size();
-    }
-    return a.region < b.region;
-  }
-
-  // Moving shards while a member leaves or while versions are mixed would fight the leave or
-  // the rolling update, so rebalance waits for both to finish.
-  static bool a_good_time(std::span<const region_view> regions) {
-    for (const auto& r : regions) {
-      if (r.leaving || r.app_version != regions.front().app_version) {
-        return false;
-      }
-    }
-    return true;
-  }
-
   rebalance_limits limits_;
 };
 

@@ -91,6 +91,7 @@ void coordinator::reset() {
   // A deposed node may see no tick for a long time: a stale time would time hand-offs out early.
   last_now_.reset();
   last_rebalance_.reset();
+  loads_.clear();
   // next_write_id_ keeps counting, so an outcome of a write from an earlier term never matches.
 }
 
@@ -146,6 +147,13 @@ void coordinator::on(const state_read& e, out& o) {
   for (const auto& [shard, h] : newer_handoffs) {
     handoffs_[shard] = h;
   }
+  loads_.clear();
+  for (const auto& report : e.loads) {
+    if (!report.loads.empty()) {
+      loads_[report.region] = report.loads;
+    }
+  }
+  publish_loads();
   read_revision_ = std::max(read_revision_, e.revision);
   std::erase_if(handoffs_ended_, [&](const auto& ended) { return ended.second <= read_revision_; });
   have_state_ = true;
@@ -188,6 +196,7 @@ void coordinator::apply_change(const coordinator_event& event) {
     members_[m->member.id] = m->member;
   } else if (const auto* md = std::get_if<member_deleted>(&event)) {
     members_.erase(md->id);
+    loads_.erase(md->id);
   } else if (const auto* r = std::get_if<region_put>(&event)) {
     regions_[r->region.id] = r->region;
   } else if (const auto* rd = std::get_if<region_deleted>(&event)) {

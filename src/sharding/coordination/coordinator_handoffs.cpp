@@ -28,6 +28,7 @@ void coordinator::rebalance(out& o) {
   auto view = hosting_view();
   std::vector<shard_id> shards;
   try {
+    publish_loads();                          // the owners may have changed since the last report
     shards = strategy_->rebalance(view, {});  // nothing is in progress, as checked above
   } catch (const std::exception& ex) {
     o.emplace_back(strategy_error{0, std::string("rebalance threw: ") + ex.what()});

@@ -77,6 +77,23 @@ struct handoff {
   friend bool operator==(const handoff&, const handoff&) = default;
 };
 
+/// A shard's message rate, as the region hosting it last reported it.
+struct shard_load {
+  shard_id shard = 0;
+  /// Messages its entities were delivered per second, over the region's last report interval.
+  double per_second = 0;
+
+  friend bool operator==(const shard_load&, const shard_load&) = default;
+};
+
+/// A region's last report of its shards' message rates (its load key; by shard, ascending).
+struct load_report {
+  member_id region;
+  std::vector<shard_load> loads;
+
+  friend bool operator==(const load_report&, const load_report&) = default;
+};
+
 /// Orders application versions: dot-separated parts, compared as numbers when both are digits
 /// and as text otherwise; a missing part sorts first ("1.2" < "1.2.0" < "1.10").
 [[nodiscard]] std::strong_ordering compare_app_versions(std::string_view a, std::string_view b);

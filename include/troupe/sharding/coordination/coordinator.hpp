@@ -97,6 +97,7 @@ class coordinator {
   void on(const write_failed& e, out& o);
   void on(const write_unknown& e, out& o);
   void on(const tick& e, out& o);
+  void on(const load_reported& e, out& o);
 
   void reset();
   // Applies a change event unless a read covers it; returns whether it was applied.
@@ -106,6 +107,8 @@ class coordinator {
   void reconcile(out& o);
   void decide_handoffs(std::vector<region_view>& view, out& o);
   void rebalance(out& o);
+  // Gives the strategy each shard's rate: its owner's report, else the highest other one.
+  void publish_loads();
   [[nodiscard]] bool may_host(const region_info& region) const;
   [[nodiscard]] std::vector<region_view> hosting_view() const;
   // Asks the strategy, checks its answer and records the pick in `view`.
@@ -147,6 +150,8 @@ class coordinator {
   write_id next_write_id_ = 1;
   std::optional<time_point> last_now_;  // the latest tick's time
   std::optional<time_point> last_rebalance_;
+  // The regions' latest load reports (advice: kept across reads, dropped with the member).
+  std::map<member_id, std::vector<shard_load>> loads_;
 };
 
 }  // namespace troupe::sharding::coordination

@@ -40,6 +40,8 @@ struct state_read {
   std::vector<region_info> regions;
   std::vector<allocation> allocations;
   std::vector<handoff> handoffs;
+  /// The regions' load reports (any order).
+  std::vector<load_report> loads{};
 };
 
 /// A member key was written (a new member, or a change such as leaving).
@@ -121,6 +123,13 @@ struct write_unknown {
   write_id id = 0;
 };
 
+/// A region reported its shards' message rates (`report.loads` empty: its report is gone).
+/// Advice for the strategy, not state a decision rests on: applied as it comes, in no revision
+/// order.
+struct load_reported {
+  load_report report;
+};
+
 /// The time now, on the coordinator's clock; the coordinator reads no clock itself.
 struct tick {
   time_point now{};
@@ -130,6 +139,7 @@ struct tick {
 using coordinator_event =
     std::variant<elected, deposed, state_read, member_put, member_deleted, region_put,
                  region_deleted, allocation_put, allocation_deleted, handoff_put, handoff_deleted,
-                 shard_stopped, home_requested, write_committed, write_failed, write_unknown, tick>;
+                 shard_stopped, home_requested, write_committed, write_failed, write_unknown, tick,
+                 load_reported>;
 
 }  // namespace troupe::sharding::coordination

@@ -162,6 +162,16 @@ class region_actor final : public actor<region_message<M>> {
     setup_->homes->set_listener([region = this->context().self_ref()](shard_id shard) {
       region.tell_any(region_message<M>(std::in_place_type<home_changed>, home_changed{shard}));
     });
+    setup_->homes->set_delivery_counter([routes = std::weak_ptr(setup_->routes)] {
+      std::vector<std::pair<shard_id, std::uint64_t>> counts;
+      if (auto r = routes.lock()) {
+        r->for_each([&counts](shard_id shard, shard_route<M>& route) {
+          std::lock_guard lock(route.lock);
+          if (route.messages != 0) counts.emplace_back(shard, route.messages);
+        });
+      }
+      return counts;
+    });
     setup_->homes->set_arrival_handler(
         [region = this->context().self_ref(), office = &this->context().system().dead_letters(),
          path = this->context().path(),
@@ -272,6 +282,7 @@ class region_actor final : public actor<region_message<M>> {
   void post_stop() override {
     setup_->homes->set_listener({});  // it held a ref to this region
     setup_->homes->set_arrival_handler({});
+    setup_->homes->set_delivery_counter({});
     auto close = [this](shard_id, shard_route<M>& route) {
       troupe::detail::mpsc_node* held = nullptr;
       {
