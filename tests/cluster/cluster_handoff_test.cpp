@@ -25,18 +25,6 @@ namespace {
 
 using namespace tally_test;
 
-/// How many shards of "tally" each node holds, as the store says now.
-std::map<std::string, int> shards_per_node(consensus_store& store) {
-  std::promise<range_result> read;
-  store.range(key_range::prefix(alloc_prefix("faults", "tally")),
-              [&](std::error_code, range_result r) { read.set_value(std::move(r)); });
-  std::map<std::string, int> count;
-  for (const auto& kv : read.get_future().get().kvs) {
-    if (auto a = decode_allocation("faults", "tally", kv)) ++count[a->owner.node];
-  }
-  return count;
-}
-
 /// Rebalances often, with a strategy that evens the shard counts out in a round or two.
 void rebalance_often(cluster_node_options& o) {
   o.with_rebalance_interval(200ms).with_handoff_timeout(5s);

@@ -24,18 +24,6 @@ namespace {
 
 using namespace tally_test;
 
-/// The owners of "tally"'s shards, as the store says now.
-std::map<std::string, int> shards_per_node(consensus_store& store) {
-  std::promise<range_result> read;
-  store.range(key_range::prefix(alloc_prefix("faults", "tally")),
-              [&](std::error_code, range_result r) { read.set_value(std::move(r)); });
-  std::map<std::string, int> count;
-  for (const auto& kv : read.get_future().get().kvs) {
-    if (auto a = decode_allocation("faults", "tally", kv)) ++count[a->owner.node];
-  }
-  return count;
-}
-
 TEST(cluster_signal_leave, sigterm_hands_the_nodes_shards_off_before_its_system_stops) {
   // A set of our own keeps SIGTERM from killing the test before run_until_signal listens; the
   // signal is sent until run_until_signal's first step (the test's) has run.

@@ -13,6 +13,7 @@
 #include <troupe/sharding/cluster_sharding.hpp>
 #include <troupe/testkit/test_probe.hpp>
 
+#include "cluster/coordination/coordination_keys.hpp"
 #include "io_thread.hpp"
 #include "two_nodes.hpp"
 
@@ -392,6 +393,18 @@ inline std::vector<std::string> lost_or_reordered(const troupe::actor_ref<tally_
 }
 
 // -- the faults ------------------------------------------------------------------------------
+
+/// How many shards of "tally" each node holds, as the store says now.
+inline std::map<std::string, int> shards_per_node(consensus_store& store) {
+  std::promise<range_result> read;
+  store.range(key_range::prefix(alloc_prefix("faults", "tally")),
+              [&](std::error_code, range_result r) { read.set_value(std::move(r)); });
+  std::map<std::string, int> count;
+  for (const auto& kv : read.get_future().get().kvs) {
+    if (auto a = decode_allocation("faults", "tally", kv)) ++count[a->owner.node];
+  }
+  return count;
+}
 
 /// Whether `condition()` comes to hold within `timeout` (scaled by TROUPE_TEST_TIMEFACTOR).
 template <class Condition>
