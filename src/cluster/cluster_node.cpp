@@ -2,6 +2,7 @@
 #include <troupe/core/boottime_clock.hpp>
 #include <troupe/core/errc.hpp>
 #include <troupe/persistence/persistence_extension.hpp>
+#include <troupe/persistence/remembered_in_store.hpp>
 
 #include "cluster/cluster_state_reader.hpp"
 #include "cluster/coordination/coordination_keys.hpp"
@@ -291,6 +292,9 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
           throw troupe::error(troupe::errc::invalid_config, "cluster: the cluster node is gone");
         return self->place(settings, message_type);
       });
+
+  // Remembered entities live in each type's plugin, fenced per shard like its journals.
+  persistence::remember_entities_in_plugins(system);
 
   lease_keeper_options lo;
   lo.ttl = s->options.lease_ttl;

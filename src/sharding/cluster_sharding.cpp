@@ -97,15 +97,16 @@ region_settings resolve_settings(actor_system& system, const std::string& type_n
   const std::string base = "troupe.sharding";
   const std::string own = base + ".types." + path_segment(type_name);
   file.check_known_keys(
-      base,
-      {"number-of-shards", "remember-entities", "passivation-idle", "shard-passivation-idle",
-       "max-entities", "buffer-size", "entity-mailbox-capacity", "entity-mailbox-overflow",
-       "entity-supervision", "shard-capacity", "rebalance-interval", "hand-off-timeout", "types"});
+      base, {"number-of-shards", "remember-entities", "remember-entities-start-rate",
+             "passivation-idle", "shard-passivation-idle", "max-entities", "buffer-size",
+             "entity-mailbox-capacity", "entity-mailbox-overflow", "entity-supervision",
+             "shard-capacity", "rebalance-interval", "hand-off-timeout", "types"});
   if (file.has(own)) {
     file.check_known_keys(
-        own, {"number-of-shards", "remember-entities", "passivation-idle", "shard-passivation-idle",
-              "max-entities", "buffer-size", "entity-mailbox-capacity", "entity-mailbox-overflow",
-              "entity-supervision", "shard-capacity"});
+        own, {"number-of-shards", "remember-entities", "remember-entities-start-rate",
+              "passivation-idle", "shard-passivation-idle", "max-entities", "buffer-size",
+              "entity-mailbox-capacity", "entity-mailbox-overflow", "entity-supervision",
+              "shard-capacity"});
   }
   auto key = [&](const char* k) {
     std::string in_type = own + "." + k;
@@ -145,6 +146,10 @@ region_settings resolve_settings(actor_system& system, const std::string& type_n
   s.buffer_size = static_cast<std::size_t>(buffer);
   s.remember_entities = remember_entities ? *remember_entities
                                           : file.get_bool(key("remember-entities")).value_or(false);
+  const std::int64_t start_rate = file.get_int(key("remember-entities-start-rate")).value_or(1000);
+  if (start_rate < 1)
+    fail("remember-entities-start-rate", "must be at least 1 (entities per second)");
+  s.remember_start_rate = static_cast<std::size_t>(start_rate);
 
   const std::int64_t in_flight = shard_capacity ? static_cast<std::int64_t>(*shard_capacity)
                                                 : file.get_int(key("shard-capacity")).value_or(0);
@@ -322,6 +327,29 @@ std::shared_ptr<placement> cluster_sharding::make_placement(const region_setting
   }
   std::shared_ptr<placement> made = factory ? factory(settings, message_type) : nullptr;
   if (!made) made = std::make_shared<single_node_placement>();
+  return made;
+}
+
+void cluster_sharding::set_remembered_entities_factory(remembered_entities_factory factory) {
+  std::lock_guard lock(mutex_);
+  remembered_factory_ = std::move(factory);
+}
+
+std::shared_ptr<remembered_entities> cluster_sharding::make_memory(
+    const region_settings& settings) {
+  if (!settings.remember_entities || settings.proxy) return nullptr;
+  remembered_entities_factory factory;
+  {
+    std::lock_guard lock(mutex_);
+    factory = remembered_factory_;
+  }
+  std::shared_ptr<remembered_entities> made = factory ? factory(settings) : nullptr;
+  if (!made) {
+    throw error(errc::invalid_config,
+                "sharding: type '" + settings.type_name +
+                    "' remembers its entities but this node has no store for them: join a "
+                    "cluster, or call troupe::persistence::remember_entities_in_plugins(system)");
+  }
   return made;
 }
 

@@ -7,6 +7,7 @@
 #include <troupe/persistence/detail/initiate.hpp>
 #include <troupe/persistence/records.hpp>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,9 +39,20 @@ class remember_entities_store {
         });
   }
 
+  /// The shards of `type_name` that remember at least one id, sorted.
+  template <class Token>
+  auto async_list_shards(std::string type_name, Token&& token) {
+    return detail::initiate<std::vector<std::uint32_t>>(
+        std::forward<Token>(token), std::move(type_name),
+        [this](std::string type, completion<std::vector<std::uint32_t>> h) {
+          do_list_shards(std::move(type), std::move(h));
+        });
+  }
+
  protected:
   virtual void do_update(remember_update u, void_completion h) = 0;
   virtual void do_list(remember_query q, completion<std::vector<std::string>> h) = 0;
+  virtual void do_list_shards(std::string type_name, completion<std::vector<std::uint32_t>> h) = 0;
 };
 
 }  // namespace troupe::persistence

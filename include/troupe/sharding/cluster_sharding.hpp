@@ -13,6 +13,7 @@
 #include <troupe/sharding/detail/region_ingress.hpp>
 #include <troupe/sharding/messages.hpp>
 #include <troupe/sharding/placement.hpp>
+#include <troupe/sharding/remembered_entities.hpp>
 #include <troupe/sharding/shard_ref.hpp>
 #include <troupe/sharding/sharding_options.hpp>
 
@@ -137,10 +138,20 @@ class cluster_sharding {
       const region_settings&, const std::type_info& message_type)>;
   void set_placement_factory(placement_factory factory);
 
+  /// Makes the store each type with remember-entities keeps its ids in (types started before
+  /// keep theirs). The persistence layer's remember_entities_in_plugins sets it, and so does
+  /// joining a cluster; a type that remembers its entities cannot start without one.
+  using remembered_entities_factory =
+      std::function<std::shared_ptr<remembered_entities>(const region_settings&)>;
+  void set_remembered_entities_factory(remembered_entities_factory factory);
+
  private:
   /// The new type's placement: the factory's, or single_node_placement.
   std::shared_ptr<placement> make_placement(const region_settings& settings,
                                             const std::type_info& message_type);
+  /// The type's remembered-entities store: null unless it remembers them; throws
+  /// errc::invalid_config when it does and no factory is set.
+  std::shared_ptr<remembered_entities> make_memory(const region_settings& settings);
 
   /// A started region as its refs need it.
   struct region_handle {
@@ -179,8 +190,9 @@ class cluster_sharding {
   actor_system& system_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, started_type> types_;
-  untyped_ref sharding_guardian_;        // /system/cluster/sharding
-  placement_factory placement_factory_;  // guarded by mutex_
+  untyped_ref sharding_guardian_;                   // /system/cluster/sharding
+  placement_factory placement_factory_;             // guarded by mutex_
+  remembered_entities_factory remembered_factory_;  // guarded by mutex_
 };
 
 template <class M, class In>
@@ -250,6 +262,11 @@ actor_ref<In> cluster_sharding::start(sharding_options<M, In> options) {
     }
     setup->credits = std::make_shared<detail::credit_table>(setup->settings.num_shards,
                                                             setup->settings.shard_capacity);
+  }
+  setup->memory = make_memory(setup->settings);
+  if (setup->memory) {
+    setup->budget =
+        std::make_shared<start_budget>(static_cast<double>(setup->settings.remember_start_rate));
   }
   setup->homes = make_placement(setup->settings, typeid(M));
   // With an LRU limit the region sees every message (it keeps the order of use).

@@ -117,6 +117,10 @@ class placement {
     return standing_;
   }
 
+  /// The region starts every shard placed here, asked about or not (remember entities): from
+  /// now on the listener also hears of each shard newly placed here that nobody asked about.
+  virtual void track_hosted_shards() {}
+
   /// Reads how many messages each shard was delivered here so far (cumulative; any thread).
   using delivery_counter = std::function<std::vector<std::pair<shard_id, std::uint64_t>>()>;
   /// The region gives the placement its delivery counts to read, from which a cluster reports

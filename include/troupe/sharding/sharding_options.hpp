@@ -205,6 +205,9 @@ struct region_settings {
   std::size_t buffer_size = 100'000;
   bool proxy = false;
   bool remember_entities = false;
+  /// With remember entities: how many remembered entities the type's shards on one node start
+  /// per second, together (`remember-entities-start-rate`).
+  std::size_t remember_start_rate = 1000;
   std::string role;
   /// Every entity's mailbox (default unbounded) and supervision (default: stop on failure).
   mailbox_config entity_mailbox{};

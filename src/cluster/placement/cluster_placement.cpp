@@ -177,6 +177,36 @@ bool cluster_placement::owns_shards() const {
   return false;
 }
 
+void cluster_placement::track_hosted_shards() {
+  {
+    std::lock_guard lock(mutex_);
+    if (track_hosted_) return;
+    track_hosted_ = true;
+  }
+  boost::asio::post(strand_, [weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self || self->stopped()) return;
+    std::vector<shard_id> hosted;
+    {
+      std::lock_guard lock(self->mutex_);
+      hosted = self->track_hosted_locked();
+    }
+    if (!hosted.empty()) self->announce(hosted);
+  });
+}
+
+std::vector<shard_id> cluster_placement::track_hosted_locked() {
+  std::vector<shard_id> hosted;
+  if (!track_hosted_ || options_.proxy) return hosted;
+  for (const auto& [shard, a] : allocations_) {
+    // Told nothing yet: the next announce tells the region once it is placed here.
+    if (a.owner == options_.self && asked_.try_emplace(shard, no_home_yet{}).second) {
+      hosted.push_back(shard);
+    }
+  }
+  return hosted;
+}
+
 void cluster_placement::set_listener(home_listener listener) {
   std::lock_guard lock(mutex_);
   listener_ = std::move(listener);
@@ -416,6 +446,7 @@ void cluster_placement::read() {
       }
       self.handoffs_ = std::move(handoffs);
       self.read_ = true;
+      (void)self.track_hosted_locked();  // announced below, with every shard asked about
     }
     // From R + 1: no change falls between the read and the watch.
     self.watch_from(r.header_revision + 1);
@@ -468,6 +499,9 @@ void cluster_placement::on_batch(const watch_batch& batch) {
           if (auto a = decode_allocation(cluster, options_.type, kv)) {
             allocations_[a->shard] = *a;
             changed.push_back(a->shard);
+            if (track_hosted_ && !options_.proxy && a->owner == options_.self) {
+              asked_.try_emplace(a->shard, no_home_yet{});
+            }
           }
         } else if (auto shard = shard_of_alloc_key(cluster, options_.type, kv.key)) {
           allocations_.erase(*shard);

@@ -145,6 +145,8 @@ class cluster_placement final : public sharding::placement,
                                                      sharding::shard_id shard) override;
   void set_arrival_handler(arrival_handler handler) override;
   void set_delivery_counter(delivery_counter counter) override;
+  /// From now on every shard allocated to this node counts as asked about (remember entities).
+  void track_hosted_shards() override;
   /// The region has no actor for `shard` and starts one only on a placed_here answer: a shard
   /// this node hands off is reported stopped (once the region asked its home during the
   /// hand-off, so the answer it acted on was this hand-off's).
@@ -253,6 +255,7 @@ class cluster_placement final : public sharding::placement,
   bool registered_ = false;
   bool hosting_ = true;
   bool read_ = false;
+  bool track_hosted_ = false;  // track_hosted_shards() was called
   struct member_entry {
     std::string address;
     bool leaving = false;  // it drains its shards: they have no home until they move
@@ -265,6 +268,8 @@ class cluster_placement final : public sharding::placement,
   std::map<sharding::shard_id, shard_fence> fences_;
   /// What the region was last told for each shard it asked about.
   std::map<sharding::shard_id, sharding::shard_home> asked_;
+  /// With track_hosted_: counts each shard allocated here as asked about; returns them.
+  std::vector<sharding::shard_id> track_hosted_locked();
   home_listener listener_;
   arrival_handler arrivals_;
   delivery_counter counter_;

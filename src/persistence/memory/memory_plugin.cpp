@@ -232,6 +232,17 @@ class memory_remember_entities final : public remember_entities_store {
     });
   }
 
+  void do_list_shards(std::string type_name, completion<std::vector<std::uint32_t>> h) override {
+    run<std::vector<std::uint32_t>>(s_, std::move(h), [&] {
+      std::vector<std::uint32_t> out;
+      for (const auto& [key, ids] : s_.remembered) {
+        if (key.first == type_name && !ids.empty()) out.push_back(key.second);
+      }
+      std::sort(out.begin(), out.end());
+      return out;
+    });
+  }
+
  private:
   memory_storage& s_;
 };

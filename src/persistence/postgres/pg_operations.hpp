@@ -82,5 +82,7 @@ std::optional<snapshot_record> load_snapshot(pqxx::transaction_base& t, const sn
 std::optional<durable_state_record> get_state(pqxx::transaction_base& t,
                                               const std::string& persistence_id);
 std::vector<std::string> list_remembered(pqxx::transaction_base& t, const remember_query& q);
+std::vector<std::uint32_t> list_remembered_shards(pqxx::transaction_base& t,
+                                                  const std::string& type_name);
 
 }  // namespace troupe::persistence::pg

@@ -128,4 +128,15 @@ std::vector<std::string> list_remembered(pqxx::transaction_base& t, const rememb
   return out;
 }
 
+std::vector<std::uint32_t> list_remembered_shards(pqxx::transaction_base& t,
+                                                  const std::string& type_name) {
+  auto rows = t.exec_prepared("list_remembered_shards", type_name);
+  std::vector<std::uint32_t> out;
+  out.reserve(rows.size());
+  for (const auto& row : rows)
+    out.push_back(static_cast<std::uint32_t>(
+        number(row[0], "shard", 0, std::numeric_limits<std::uint32_t>::max())));
+  return out;
+}
+
 }  // namespace troupe::persistence::pg

@@ -197,6 +197,8 @@ void prepare_statements(pqxx::connection& c) {
   p.prepare("list_remembered",
             "SELECT entity_id FROM remembered_entities WHERE type_name = $1 AND shard = $2 "
             "ORDER BY entity_id");
+  p.prepare("list_remembered_shards",
+            "SELECT DISTINCT shard FROM remembered_entities WHERE type_name = $1 ORDER BY shard");
 }
 
 }  // namespace troupe::persistence::pg

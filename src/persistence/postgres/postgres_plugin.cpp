@@ -123,6 +123,11 @@ class pg_remember_entities final : public remember_entities_store {
     w_.readers.submit(make_read_task<std::vector<std::string>>(
         std::move(h), [q = std::move(q)](tx& t) { return pg::list_remembered(t, q); }));
   }
+  void do_list_shards(std::string type_name, completion<std::vector<std::uint32_t>> h) override {
+    w_.readers.submit(make_read_task<std::vector<std::uint32_t>>(
+        std::move(h),
+        [type = std::move(type_name)](tx& t) { return pg::list_remembered_shards(t, type); }));
+  }
 
  private:
   workers w_;

@@ -54,5 +54,6 @@ sequence_nr highest_sequence_nr(connection& c, const std::string& persistence_id
 std::optional<snapshot_record> load_snapshot(connection& c, const snapshot_query& q);
 std::optional<durable_state_record> get_state(connection& c, const std::string& persistence_id);
 std::vector<std::string> list_remembered(connection& c, const remember_query& q);
+std::vector<std::uint32_t> list_remembered_shards(connection& c, const std::string& type_name);
 
 }  // namespace troupe::persistence::sqlite

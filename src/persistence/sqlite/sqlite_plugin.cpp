@@ -112,6 +112,12 @@ class sqlite_remember_entities final : public remember_entities_store {
     w_.reader.submit(make_task<read_task, std::vector<std::string>>(
         std::move(h), [q = std::move(q)](connection& c) { return sqlite::list_remembered(c, q); }));
   }
+  void do_list_shards(std::string type_name, completion<std::vector<std::uint32_t>> h) override {
+    w_.reader.submit(make_task<read_task, std::vector<std::uint32_t>>(
+        std::move(h), [type = std::move(type_name)](connection& c) {
+          return sqlite::list_remembered_shards(c, type);
+        }));
+  }
 
  private:
   workers w_;

@@ -96,4 +96,14 @@ std::vector<std::string> list_remembered(connection& c, const remember_query& q)
   return out;
 }
 
+std::vector<std::uint32_t> list_remembered_shards(connection& c, const std::string& type_name) {
+  auto s = c.prepare("SELECT DISTINCT shard FROM remembered WHERE type_name = ?1 ORDER BY shard");
+  s.bind(1, type_name);
+  std::vector<std::uint32_t> out;
+  while (s.step()) {
+    out.push_back(static_cast<std::uint32_t>(s.unsigned_integer(0, "shard", 0, UINT32_MAX)));
+  }
+  return out;
+}
+
 }  // namespace troupe::persistence::sqlite

@@ -168,7 +168,8 @@ struct world {
 struct member {
   member(world& w, const std::string& name, int incarnation, bool proxy,
          std::shared_ptr<troupe::clock> clock = nullptr,
-         const std::function<void(cluster_node_options&)>& tune = {})
+         const std::function<void(cluster_node_options&)>& tune = {},
+         const std::function<void(sharding_options<tally_command>&)>& tune_type = {})
       : label(name + "#" + std::to_string(incarnation)),
         node(w.net, registry(),
              remote_options{}.with_heartbeat(100ms, 600ms).with_reconnect_backoff(20ms, 200ms),
@@ -199,6 +200,7 @@ struct member {
     } else {
       type.with_entity<tally>(label, w.log);
     }
+    if (tune_type) tune_type(type);
     region = cluster_sharding::get(node.system).start(std::move(type));
   }
   ~member() { cluster.reset(); }
@@ -404,6 +406,31 @@ inline std::map<std::string, int> shards_per_node(consensus_store& store) {
     if (auto a = decode_allocation("faults", "tally", kv)) ++count[a->owner.node];
   }
   return count;
+}
+
+/// The ids "tally" remembers, over all its shards, as the shared store says now.
+inline std::set<std::string> remembered_ids(const std::shared_ptr<tp::memory_storage>& storage) {
+  auto plugin = tp::make_memory_plugin(storage);
+  auto& store = plugin->remember_entities();
+  std::set<std::string> ids;
+  for (auto shard : store.async_list_shards("tally", boost::asio::use_future).get()) {
+    for (auto& id : store.async_list({"tally", shard}, boost::asio::use_future).get()) {
+      ids.insert(std::move(id));
+    }
+  }
+  return ids;
+}
+
+/// The ids started on the activation `label` from log entry `from` on.
+inline std::set<std::string> started_on(activity& log, const std::string& label,
+                                        std::size_t from = 0) {
+  std::lock_guard lock(log.mutex);
+  std::set<std::string> ids;
+  for (std::size_t i = from; i < log.entries.size(); ++i) {
+    const auto& e = log.entries[i];
+    if (e.what == activity::entry::start && e.label == label) ids.insert(e.id);
+  }
+  return ids;
 }
 
 /// Whether `condition()` comes to hold within `timeout` (scaled by TROUPE_TEST_TIMEFACTOR).

@@ -64,6 +64,20 @@ TYPED_TEST(StorePlugin, KeepsEverythingAcrossReopening) {
             errc::epoch_fenced);
 }
 
+// Remember entities starts a type's regions from this list: shards with ids, of that type only.
+TYPED_TEST(StorePlugin, ListsTheShardsThatRememberIds) {
+  auto& r = this->remembered();
+  r.async_update({"cart", 7, {"a"}, {}, 0, std::nullopt}, use_future).get();
+  r.async_update({"cart", 2, {"b", "c"}, {}, 0, std::nullopt}, use_future).get();
+  r.async_update({"cart", 9, {"d"}, {}, 0, std::nullopt}, use_future).get();
+  r.async_update({"cart", 9, {}, {"d"}, 0, std::nullopt}, use_future).get();  // none left
+  r.async_update({"order", 4, {"a"}, {}, 0, std::nullopt}, use_future).get();
+
+  EXPECT_EQ(r.async_list_shards("cart", use_future).get(), (std::vector<std::uint32_t>{2, 7}));
+  EXPECT_EQ(r.async_list_shards("order", use_future).get(), (std::vector<std::uint32_t>{4}));
+  EXPECT_TRUE(r.async_list_shards("none", use_future).get().empty());
+}
+
 TYPED_TEST(StorePlugin, CompletesACoroutineOnItsOwnExecutor) {
   asio::io_context io;
   coroutine_outcome outcome;

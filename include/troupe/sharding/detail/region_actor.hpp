@@ -78,11 +78,19 @@ struct flush_done {
   std::uint64_t token = 0;
 };
 
+/// The shards the type's memory remembers entities of (remember entities), or why not.
+struct remembered_shards {
+  std::error_code error;
+  std::vector<shard_id> shards;
+};
+/// The region's own timer: list the remembered shards again after a failure.
+struct relist_remembered {};
+
 template <class M>
 using region_message =
     std::variant<M, routed<M>, start_shard, route_full<M>, entity_stopped, entity_started,
                  passivation_tick, get_region_state, shard_idle, shard_query, home_changed,
-                 arrived<M>, flush_arrived, flush_done>;
+                 arrived<M>, flush_arrived, flush_done, remembered_shards, relist_remembered>;
 
 /// Everything a region runs with.
 template <class M>
@@ -100,6 +108,9 @@ struct region_setup {
   std::shared_ptr<credit_table> credits;
   /// Where each shard lives (single_node_placement without a cluster).
   std::shared_ptr<troupe::sharding::placement> homes;
+  /// Remember entities (null: off), and how fast the shards start what they remember.
+  std::shared_ptr<remembered_entities> memory;
+  std::shared_ptr<start_budget> budget;
 };
 
 template <class M>
@@ -129,6 +140,7 @@ class region_actor final : public actor<region_message<M>> {
     std::unique_ptr<shard_route<M>> own_route;  // for ids beyond the routes table
     bool stopping = false;
     bool stopped_now = false;    // told to stop at once (the node fenced itself)
+    bool start_wanted = false;   // start it once it lives here (remember entities)
     shard_epoch epoch = 0;       // the allocation's epoch the shard actor runs at
     std::deque<pending> buffer;  // arrived while the shard actor stops or has no home
     // The remote home this region last sent the shard's messages to. When the shard's home is
@@ -176,6 +188,40 @@ class region_actor final : public actor<region_message<M>> {
         [region = this->context().self_ref(), office = &this->context().system().dead_letters(),
          path = this->context().path(),
          setup = setup_](remote_arrival a) { pass_arrival(region, *office, path, *setup, a); });
+    if (setup_->memory) {
+      // Every shard placed here starts, asked or not, and so does each one that remembers
+      // entities and lives here (after a restart of this node, or of the whole cluster).
+      setup_->homes->track_hosted_shards();
+      list_remembered_shards();
+    }
+  }
+
+  void list_remembered_shards() {
+    setup_->memory->list_shards(
+        [region = this->context().self_ref()](std::error_code ec, std::vector<shard_id> shards) {
+          region.tell_any(region_message<M>(std::in_place_type<remembered_shards>,
+                                            remembered_shards{ec, std::move(shards)}));
+        });
+  }
+
+  void on_remembered_shards(remembered_shards& r) {
+    if (r.error) {
+      this->context().log().warn("region {}: listing its remembered shards failed ({}); retrying",
+                                 setup_->settings.type_name, r.error.message());
+      this->timers().start_single("remembered-shards", relist_remembered{},
+                                  std::chrono::seconds(1));
+      return;
+    }
+    for (shard_id shard : r.shards) {
+      if (shard >= setup_->settings.num_shards) continue;  // the type has fewer shards now
+      start_remembering(shard, entry_of(shard));
+    }
+  }
+
+  /// Starts the shard if it lives here, without waiting for a message (remember entities).
+  void start_remembering(shard_id shard, shard_entry& entry) {
+    entry.start_wanted = true;
+    if (!entry.stopping) settle(shard, entry);
   }
 
   /// Hands the region a message another node sent (on the placement's thread): a payload of
@@ -346,6 +392,8 @@ class region_actor final : public actor<region_message<M>> {
             [this](arrived<M>& a) { contained(a.message, [&] { on_arrival(a); }); },
             [this](flush_arrived& f) { on_flush_arrived(f); },
             [this](flush_done& f) { on_flush_done(f); },
+            [this](remembered_shards& r) { on_remembered_shards(r); },
+            [this](relist_remembered&) { list_remembered_shards(); },
         },
         msg);
   }
@@ -683,6 +731,11 @@ class region_actor final : public actor<region_message<M>> {
   void on_home_changed(shard_id shard) {
     auto it = shards_.find(shard);
     if (it == shards_.end()) {
+      if (setup_->memory && shard < setup_->settings.num_shards &&
+          std::holds_alternative<placed_here>(setup_->homes->home_of(shard))) {
+        start_remembering(shard, entry_of(shard));
+        return;
+      }
       report_released(shard, nullptr);
       return;
     }
@@ -698,7 +751,10 @@ class region_actor final : public actor<region_message<M>> {
       }
       return;  // released once the actor is gone
     }
-    if (!entry.stopping) settle(shard, entry);
+    if (!entry.stopping) {
+      if (setup_->memory) entry.start_wanted = true;
+      settle(shard, entry);
+    }
     report_released(shard, &entry);
   }
 
@@ -720,10 +776,11 @@ class region_actor final : public actor<region_message<M>> {
     const shard_home home = home_of(shard, entry);
     if (flush_if_moved(shard, entry, home)) return;
     if (std::holds_alternative<placed_here>(home)) {
-      if (waiting(entry)) ensure_shard(shard, entry);
+      if (waiting(entry) || entry.start_wanted) ensure_shard(shard, entry);
       return;
     }
     const auto* remote = std::get_if<placed_remote>(&home);
+    if (remote != nullptr) entry.start_wanted = false;  // its owner starts it
     if (remote != nullptr && setup_->homes->routes_remote()) send_waiting(shard, entry, *remote);
   }
 
@@ -977,6 +1034,7 @@ class region_actor final : public actor<region_message<M>> {
   /// region's buffer, then what the route held (buffer_held); only then do senders reach the
   /// actor directly.
   void ensure_shard(shard_id shard, shard_entry& entry) {
+    entry.start_wanted = false;
     if (!entry.route->shard) {
       auto setup = std::make_shared<shard_setup<M>>();
       // The allocation's epoch, at which the placement raised the shard's store fence before
@@ -1006,6 +1064,9 @@ class region_actor final : public actor<region_message<M>> {
         region.tell_any(region_message<M>(std::in_place_type<shard_idle>, i));
       };
       setup->passivation_idle = setup_->settings.shard_passivation_idle;
+      setup->memory = setup_->memory;
+      setup->budget = setup_->budget;
+      setup->epoch = entry.epoch;
       if (!keeps_order()) setup->entity_idle = setup_->settings.passivation_idle;
       auto ref = this->context().template spawn<shard_actor<M>>(shard_child_name(shard), setup);
       {

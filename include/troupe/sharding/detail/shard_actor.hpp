@@ -12,12 +12,14 @@
 #include <troupe/sharding/entity_path.hpp>
 #include <troupe/sharding/hot_keys.hpp>
 #include <troupe/sharding/messages.hpp>
+#include <troupe/sharding/remembered_entities.hpp>
 #include <troupe/sharding/shard_stats.hpp>
 #include <troupe/sharding/sharding_options.hpp>
 
 #include <boost/unordered/unordered_flat_set.hpp>
 
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,10 +34,24 @@ namespace troupe::sharding::detail {
 void dead_letter_from(actor_context& context, troupe::detail::envelope_base* message, errc code,
                       std::string reason);
 
+/// The ids the shard remembers, as its store listed them (remember entities).
+struct remembered_listed {
+  std::error_code error;
+  std::vector<std::string> ids;
+};
+/// The shard's write of started and passivated ids ended.
+struct remembered_written {
+  std::error_code error;
+  bool superseded = false;  // a newer owner of the shard has written: this one gives up
+};
+/// The shard's own timer: start the next remembered entities, or retry a failed list or write.
+struct remember_tick {};
+
 template <class M>
 using shard_message =
     std::variant<deliver<M>, passivate<M>, passivate_entity, get_entity_ids, get_shard_stats,
-                 shard_idle_check, entity_idle_tick, hot_keys_tick, stop_entities>;
+                 shard_idle_check, entity_idle_tick, hot_keys_tick, stop_entities,
+                 remembered_listed, remembered_written, remember_tick>;
 
 /// What a shard needs from its region.
 template <class M>
@@ -62,6 +78,11 @@ struct shard_setup {
   supervisor_strategy entity_supervision = supervisor_strategy::stopping();
   /// Messages may come in counted envelopes (back_pressure.hpp), an entity ref's with its id.
   bool counted = false;
+  /// Remember entities (null: off): the shard writes the ids it starts and the user passivates,
+  /// as the owner at `epoch`, and starts what it remembers, within the type's `start_budget`.
+  std::shared_ptr<remembered_entities> memory;
+  std::shared_ptr<start_budget> budget;
+  shard_epoch epoch = 0;
   /// Deliveries sent to this shard actor, by the region or directly: written under the shard's
   /// route lock, read by the shard now and then to see how deep its mailbox is.
   std::atomic<std::uint64_t> sent{0};
@@ -159,9 +180,12 @@ class shard_actor final : public basic_actor<shard_message<M>> {
                    [this](passivate<M>& p) { on_passivate(p); },
                    [this](passivate_entity& p) { on_passivate_entity(p.entity_id); },
                    [this](shard_idle_check&) {
-                     if (entities_.empty()) {
-                       setup_->report_idle(setup_->region, shard_idle{setup_->id, delivered_});
+                     if (!entities_.empty()) return;
+                     if (remember_pending()) {
+                       arm_idle_check();  // an empty shard stops only once its ids are written
+                       return;
                      }
+                     setup_->report_idle(setup_->region, shard_idle{setup_->id, delivered_});
                    },
                    [this](get_entity_ids&) {
                      std::vector<std::string> ids;
@@ -173,6 +197,9 @@ class shard_actor final : public basic_actor<shard_message<M>> {
                    [this](entity_idle_tick&) { on_idle_tick(); },
                    [this](hot_keys_tick&) { hot_.rotate(); },
                    [this](stop_entities&) { drain(); },
+                   [this](remembered_listed& l) { on_listed(l); },
+                   [this](remembered_written& w) { on_written(w); },
+                   [this](remember_tick&) { on_remember_tick(); },
                },
                msg);
   }
@@ -217,6 +244,115 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     }
     // The hot-key window: ids counted over the last 30 to 60 seconds.
     this->timers().start_periodic("hot-keys", hot_keys_tick{}, std::chrono::seconds(30));
+    if (setup_->memory) list_remembered();
+  }
+
+  // -- remember entities (docs/cluster.md, "Remember entities") --------------------------------
+
+  void list_remembered() {
+    setup_->memory->list(setup_->id, [self = this->context().self_ref()](
+                                         std::error_code ec, std::vector<std::string> ids) {
+      self.tell_any(shard_message<M>(std::in_place_type<remembered_listed>,
+                                     remembered_listed{ec, std::move(ids)}));
+    });
+  }
+
+  /// What the shard remembers starts, at the type's rate; an id a message started already is
+  /// not started twice.
+  void on_listed(remembered_listed& listed) {
+    if (listed.error) {
+      this->context().log().warn("shard {}: listing its remembered entities failed ({}); retrying",
+                                 setup_->id, listed.error.message());
+      listing_failed_ = true;
+      arm_remember_tick(std::chrono::seconds(1));
+      return;
+    }
+    for (auto& id : listed.ids) {
+      if (!entities_.contains(std::string_view(id))) to_start_.push_back(std::move(id));
+    }
+    start_remembered();
+  }
+
+  void on_remember_tick() {
+    remember_tick_armed_ = false;
+    if (listing_failed_) {
+      listing_failed_ = false;
+      list_remembered();
+    }
+    start_remembered();
+    write_remembered();
+  }
+
+  void arm_remember_tick(duration after) {
+    if (remember_tick_armed_) return;
+    remember_tick_armed_ = true;
+    this->timers().start_single("remember", remember_tick{}, after);
+  }
+
+  void start_remembered() {
+    if (draining_) to_start_.clear();  // the shard moves: its next owner starts them
+    if (to_start_.empty()) return;
+    std::size_t allowed = setup_->budget->take(to_start_.size(), this->context().clock().now());
+    while (allowed > 0 && !to_start_.empty()) {
+      const std::string id = std::move(to_start_.front());
+      to_start_.pop_front();
+      if (entities_.contains(std::string_view(id))) continue;
+      --allowed;
+      start(id, "restarted from its shard's memory", /*remember=*/false);
+    }
+    if (!to_start_.empty()) arm_remember_tick(std::chrono::milliseconds(10));
+  }
+
+  /// Remembers (`add`) or forgets entity `id`: the last word for an id wins, written soon.
+  void remember(const std::string& id, bool add) {
+    if (!setup_->memory) return;
+    changes_[id] = add;
+    write_remembered();
+  }
+
+  [[nodiscard]] bool remember_pending() const noexcept { return writing_ || !changes_.empty(); }
+
+  /// One write at a time, holding every change made while the previous one ran.
+  void write_remembered() {
+    if (writing_ || changes_.empty() || superseded_) return;
+    std::vector<std::string> added;
+    std::vector<std::string> removed;
+    for (const auto& [id, add] : changes_) (add ? added : removed).push_back(id);
+    in_flight_ = std::move(changes_);
+    changes_.clear();
+    writing_ = true;
+    setup_->memory->update(
+        setup_->id, setup_->epoch, std::move(added), std::move(removed),
+        [self = this->context().self_ref()](std::error_code ec, bool superseded) {
+          self.tell_any(shard_message<M>(std::in_place_type<remembered_written>,
+                                         remembered_written{ec, superseded}));
+        });
+  }
+
+  void on_written(const remembered_written& w) {
+    writing_ = false;
+    if (w.superseded) {
+      // A newer owner of the shard wrote: this one's word no longer counts (it stops soon).
+      this->context().log().warn("shard {}: its remembered entities are owned by a newer epoch",
+                                 setup_->id);
+      superseded_ = true;
+      changes_.clear();
+    } else if (w.error) {
+      this->context().log().warn("shard {}: writing its remembered entities failed ({}); retrying",
+                                 setup_->id, w.error.message());
+      for (auto& [id, add] : in_flight_) changes_.try_emplace(id, add);  // later words win
+      in_flight_.clear();
+      arm_remember_tick(std::chrono::seconds(1));
+      return;
+    }
+    in_flight_.clear();
+    write_remembered();
+    if (draining_ && entities_.empty()) stop_when_written();
+  }
+
+  /// A shard that moves stops once what it remembers is written: its next owner lists it.
+  void stop_when_written() {
+    if (!remember_pending() || superseded_) this->context().stop();
   }
 
   /// An empty shard asks its region, after its window, to be stopped.
@@ -322,7 +458,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
 
   /// Starts an incarnation of entity `id` and returns its ref (in entities_); null when it
   /// cannot start (start_failure_ says why, and the region's policy hears of it).
-  const actor_ref<M>* start(const std::string& id, const char* what) {
+  const actor_ref<M>* start(const std::string& id, const char* what, bool remembered = true) {
     std::optional<actor_ref<M>> ref;
     try {
       // No name: the entity's cell keeps only its id and builds its name ("entity-<escaped
@@ -349,6 +485,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     }
     cell_of(*ref).set_idle_stamp(epoch_);
     auto [it, added] = entities_.insert(std::move(*ref));
+    if (remembered && !draining_) remember(id, true);
     if (setup_->report_started) {
       setup_->report_started(setup_->region, entity_started{setup_->id, id});
     }
@@ -380,7 +517,8 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     ids.reserve(entities_.size());
     for (const auto& e : entities_) ids.push_back(entity_id_of(e));
     for (const auto& id : ids) on_passivate_entity(id);
-    if (entities_.empty()) this->context().stop();
+    to_start_.clear();
+    if (entities_.empty()) stop_when_written();
   }
 
   void on_passivate_entity(const std::string& id) {
@@ -403,10 +541,14 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     auto it = entities_.find(std::string_view(id));
     if (it == entities_.end() || it->target() != who.target()) return;
     std::vector<pending> waiting;
+    bool passivated = false;
     if (auto s = stopping_.find(id); s != stopping_.end()) {
       waiting = std::move(s->second);
       stopping_.erase(s);
+      passivated = true;
     }
+    // Passivated, it is forgotten; stopped for a move, or after a failure, it is not.
+    if (passivated && !draining_) remember(id, false);
     // Every stop is reported, and so is the next start: the region's policy (with an LRU limit)
     // follows what runs, whatever crossed the reports on the way.
     report_stopped(id);
@@ -433,7 +575,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     if (draining_) {
       // What waited for the next incarnation has been handed to it: it stops after that too.
       if (entities_.contains(std::string_view(id))) on_passivate_entity(id);
-      if (entities_.empty()) this->context().stop();
+      if (entities_.empty()) stop_when_written();
       return;
     }
     if (entities_.empty()) arm_idle_check();
@@ -464,6 +606,15 @@ class shard_actor final : public basic_actor<shard_message<M>> {
   bool draining_ = false;      // stop_entities came: the shard stops once its entities have
   std::string start_failure_;  // why the last start failed
   std::uint64_t delivered_ = 0;
+  // Remember entities: ids still to start, changes not yet written (id -> remembered), and
+  // the write in flight.
+  std::deque<std::string> to_start_;
+  std::unordered_map<std::string, bool> changes_;
+  std::unordered_map<std::string, bool> in_flight_;
+  bool writing_ = false;
+  bool superseded_ = false;
+  bool listing_failed_ = false;
+  bool remember_tick_armed_ = false;
   shard_stats stats_;
   hot_keys hot_{16};
 };
