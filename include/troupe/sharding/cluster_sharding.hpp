@@ -263,6 +263,10 @@ actor_ref<In> cluster_sharding::start(sharding_options<M, In> options) {
     setup->credits = std::make_shared<detail::credit_table>(setup->settings.num_shards,
                                                             setup->settings.shard_capacity);
   }
+  if (options.keep_alive && !setup->settings.proxy) {
+    setup->keep_alive = std::move(options.keep_alive);
+    setup->keep_alive_interval = options.keep_alive_interval;
+  }
   setup->memory = make_memory(setup->settings);
   if (setup->memory) {
     setup->budget =

@@ -19,6 +19,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace troupe::sharding {
 
@@ -139,6 +140,15 @@ class sharding_options {
     remember_entities = on;
     return *this;
   }
+  /// Entities that always run: `ids(shard)` names those of each shard, which start as soon as
+  /// the shard is placed on a node and again, each `interval`, if they stopped (the cluster
+  /// singleton and the sharded daemon process are built on it). Combine with no passivation.
+  sharding_options& with_keep_alive(std::function<std::vector<std::string>(shard_id)> ids,
+                                    duration interval = std::chrono::seconds(5)) {
+    keep_alive = std::move(ids);
+    keep_alive_interval = interval;
+    return *this;
+  }
   /// Passivate entities idle this long; 0 disables (default 5 minutes).
   sharding_options& with_passivation_idle(duration d) {
     passivation_idle = d;
@@ -191,6 +201,8 @@ class sharding_options {
   std::optional<duration> shard_passivation_idle;
   std::optional<std::size_t> max_entities;
   std::size_t max_concurrent = 0;
+  std::function<std::vector<std::string>(shard_id)> keep_alive;
+  duration keep_alive_interval = std::chrono::seconds(5);
   entity_options entity;
   std::optional<std::size_t> shard_capacity;
 };

@@ -111,6 +111,9 @@ struct region_setup {
   /// Remember entities (null: off), and how fast the shards start what they remember.
   std::shared_ptr<remembered_entities> memory;
   std::shared_ptr<start_budget> budget;
+  /// The entities of each shard that always run (null: none), and how often a shard checks.
+  std::function<std::vector<std::string>(shard_id)> keep_alive;
+  duration keep_alive_interval = std::chrono::seconds(5);
 };
 
 template <class M>
@@ -188,12 +191,23 @@ class region_actor final : public actor<region_message<M>> {
         [region = this->context().self_ref(), office = &this->context().system().dead_letters(),
          path = this->context().path(),
          setup = setup_](remote_arrival a) { pass_arrival(region, *office, path, *setup, a); });
-    if (setup_->memory) {
+    if (starts_unasked()) {
       // Every shard placed here starts, asked or not, and so does each one that remembers
-      // entities and lives here (after a restart of this node, or of the whole cluster).
+      // entities or keeps some alive and lives here (after a restart of this node, or of the
+      // whole cluster).
       setup_->homes->track_hosted_shards();
-      list_remembered_shards();
     }
+    if (setup_->memory) list_remembered_shards();
+    if (setup_->keep_alive) {
+      for (shard_id shard = 0; shard < setup_->settings.num_shards; ++shard) {
+        if (!setup_->keep_alive(shard).empty()) start_remembering(shard, entry_of(shard));
+      }
+    }
+  }
+
+  /// Whether a shard starts here as soon as it is placed here, without waiting for a message.
+  [[nodiscard]] bool starts_unasked() const noexcept {
+    return setup_->memory != nullptr || static_cast<bool>(setup_->keep_alive);
   }
 
   void list_remembered_shards() {
@@ -731,7 +745,7 @@ class region_actor final : public actor<region_message<M>> {
   void on_home_changed(shard_id shard) {
     auto it = shards_.find(shard);
     if (it == shards_.end()) {
-      if (setup_->memory && shard < setup_->settings.num_shards &&
+      if (starts_unasked() && shard < setup_->settings.num_shards &&
           std::holds_alternative<placed_here>(setup_->homes->home_of(shard))) {
         start_remembering(shard, entry_of(shard));
         return;
@@ -752,7 +766,7 @@ class region_actor final : public actor<region_message<M>> {
       return;  // released once the actor is gone
     }
     if (!entry.stopping) {
-      if (setup_->memory) entry.start_wanted = true;
+      if (starts_unasked()) entry.start_wanted = true;
       settle(shard, entry);
     }
     report_released(shard, &entry);
@@ -1067,6 +1081,10 @@ class region_actor final : public actor<region_message<M>> {
       setup->memory = setup_->memory;
       setup->budget = setup_->budget;
       setup->epoch = entry.epoch;
+      if (setup_->keep_alive) {
+        setup->keep_alive = setup_->keep_alive(shard);
+        setup->keep_alive_interval = setup_->keep_alive_interval;
+      }
       if (!keeps_order()) setup->entity_idle = setup_->settings.passivation_idle;
       auto ref = this->context().template spawn<shard_actor<M>>(shard_child_name(shard), setup);
       {

@@ -46,12 +46,14 @@ struct remembered_written {
 };
 /// The shard's own timer: start the next remembered entities, or retry a failed list or write.
 struct remember_tick {};
+/// The shard's own periodic tick: start again what must always run and does not.
+struct keep_alive_tick {};
 
 template <class M>
 using shard_message =
     std::variant<deliver<M>, passivate<M>, passivate_entity, get_entity_ids, get_shard_stats,
                  shard_idle_check, entity_idle_tick, hot_keys_tick, stop_entities,
-                 remembered_listed, remembered_written, remember_tick>;
+                 remembered_listed, remembered_written, remember_tick, keep_alive_tick>;
 
 /// What a shard needs from its region.
 template <class M>
@@ -83,6 +85,10 @@ struct shard_setup {
   std::shared_ptr<remembered_entities> memory;
   std::shared_ptr<start_budget> budget;
   shard_epoch epoch = 0;
+  /// Entities that always run while the shard lives here (a singleton, a daemon process's
+  /// workers): started with the shard, and again each `keep_alive_interval` if they stopped.
+  std::vector<std::string> keep_alive;
+  duration keep_alive_interval = std::chrono::seconds(5);
   /// Deliveries sent to this shard actor, by the region or directly: written under the shard's
   /// route lock, read by the shard now and then to see how deep its mailbox is.
   std::atomic<std::uint64_t> sent{0};
@@ -200,6 +206,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
                    [this](remembered_listed& l) { on_listed(l); },
                    [this](remembered_written& w) { on_written(w); },
                    [this](remember_tick&) { on_remember_tick(); },
+                   [this](keep_alive_tick&) { keep_alive(); },
                },
                msg);
   }
@@ -245,6 +252,18 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     // The hot-key window: ids counted over the last 30 to 60 seconds.
     this->timers().start_periodic("hot-keys", hot_keys_tick{}, std::chrono::seconds(30));
     if (setup_->memory) list_remembered();
+    if (!setup_->keep_alive.empty()) {
+      keep_alive();
+      this->timers().start_periodic("keep-alive", keep_alive_tick{}, setup_->keep_alive_interval);
+    }
+  }
+
+  /// Starts each entity that must always run and does not (unless the shard is leaving).
+  void keep_alive() {
+    if (draining_) return;
+    for (const auto& id : setup_->keep_alive) {
+      if (!entities_.contains(std::string_view(id))) start(id, "kept alive", /*remembered=*/false);
+    }
   }
 
   // -- remember entities (docs/cluster.md, "Remember entities") --------------------------------
