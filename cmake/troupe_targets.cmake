@@ -102,7 +102,7 @@ function(troupe_add_library)
 endfunction()
 
 # What `cmake --install` copies must exist, but a tree may have built only a few programs
-# (scripts/demo.sh builds two examples and a benchmark). Called once, before any install rule
+# (scripts/demo.sh builds only the programs it runs). Called once, before any install rule
 # (install rules run in the order they are declared): the first step of an install builds the
 # installed libraries and tools this tree lacks; a complete tree builds nothing.
 function(troupe_install_builds_what_is_missing)

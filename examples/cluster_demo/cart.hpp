@@ -2,17 +2,17 @@
 // The demo's sharded entity: a shopping cart, event-sourced on SQLite. Each add_item persists one
 // item_added event and then replies, naming the node whose entity persisted it. The state keeps
 // the item numbers in the order they were persisted, which is what the order check reads. Every
-// cart also enters a process-wide registry when it starts and leaves it when it stops, which is
-// how the demo counts duplicate activations.
+// cart also tells an activation_observer when it starts and when it stops, which is how the demo
+// counts duplicate activations (activations.hpp).
 
 #include <troupe/persistence/persistent_entity.hpp>
+
+#include "activations.hpp"
 
 #include <boost/describe/class.hpp>
 
 #include <cstdint>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -69,68 +69,12 @@ struct cart_state {
 };
 BOOST_DESCRIBE_STRUCT(cart_state, (), (item_seqs, quantity))
 
-// -- duplicate activations ------------------------------------------------------------------------
-
-/// Which node runs each cart's entity now, for the whole process (all nodes live in it).
-///
-/// Approximate in one direction only: an entity enters in pre_start and leaves in post_stop, and
-/// post_stop runs a little after the entity handled its last message (a fenced node's entities
-/// refuse messages from their lease deadline on, then stop when their region gets its turn). So
-/// the registry can see an overlap that did not happen, never miss one that did.
-class activation_registry {
- public:
-  void enter(const std::string& cart, const std::string& node) {
-    std::lock_guard lock(mutex_);
-    auto& holders = active_[cart];
-    if (!holders.empty()) {
-      ++duplicates_;
-      if (examples_.size() < 3) {
-        examples_.push_back(cart + " started on " + node + " while active on " + holders.front());
-      }
-    }
-    holders.push_back(node);
-    ++activations_;
-  }
-  void leave(const std::string& cart, const std::string& node) {
-    std::lock_guard lock(mutex_);
-    auto it = active_.find(cart);
-    if (it == active_.end()) return;
-    auto& holders = it->second;
-    for (auto h = holders.begin(); h != holders.end(); ++h) {
-      if (*h == node) {
-        holders.erase(h);
-        break;
-      }
-    }
-    if (holders.empty()) active_.erase(it);
-  }
-  [[nodiscard]] std::int64_t duplicates() const {
-    std::lock_guard lock(mutex_);
-    return duplicates_;
-  }
-  [[nodiscard]] std::int64_t activations() const {
-    std::lock_guard lock(mutex_);
-    return activations_;
-  }
-  [[nodiscard]] std::vector<std::string> examples() const {
-    std::lock_guard lock(mutex_);
-    return examples_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::vector<std::string>> active_;
-  std::int64_t duplicates_ = 0;
-  std::int64_t activations_ = 0;
-  std::vector<std::string> examples_;
-};
-
 // -- the entity -----------------------------------------------------------------------------------
 
 class cart final
     : public troupe::persistence::persistent_entity<cart_command, item_added, cart_state> {
  public:
-  cart(std::string node, activation_registry* activations)
+  cart(std::string node, activation_observer* activations)
       : node_(std::move(node)), activations_(activations) {}
 
  private:
@@ -161,7 +105,7 @@ class cart final
   }
 
   std::string node_;
-  activation_registry* activations_;
+  activation_observer* activations_;
   std::string id_;
 };
 

@@ -6,6 +6,8 @@
 
 #include "console.hpp"
 
+#include <string>
+
 namespace cluster_demo {
 
 /// Registers the "troupe" logger; call before the first actor system starts.
@@ -13,5 +15,12 @@ void route_runtime_log(console& out, demo_clock::time_point t0);
 /// Drops the runtime's lines from now on (while the nodes shut down), so nothing reaches the
 /// console after it is gone.
 void silence_runtime_log();
+
+/// In the driver: prints a node process's runtime line ("warning <text>" or "error <text>") as
+/// its own, once when several nodes log it at the same moment.
+void relay_runtime_line(const std::string& line);
+/// In a node process: the runtime's warnings and errors go to stdout as "log warning <text>"
+/// lines, which the driver relays. Call before the node's actor system starts.
+void route_runtime_log_to_parent();
 
 }  // namespace cluster_demo

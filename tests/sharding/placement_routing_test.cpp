@@ -303,6 +303,33 @@ TEST_P(PlacementRouting, AHomelessShardKeepsAtMostBufferSizeAndDeadLettersTheRes
   f.out.expect_no_message(1ms);
 }
 
+// A hand-off: the running shard's home goes (no_home_yet until the move commits); what comes
+// meanwhile waits, bounded, and the rest is refused with a reason: nothing is dropped silently.
+TEST_P(PlacementRouting, AShardBeingHandedOffKeepsAtMostBufferSizeAndDeadLettersTheRest) {
+  fixture f(GetParam(), "troupe.sharding.buffer-size = 3");
+  test_probe<troupe::dead_letter> dead(f.system, "dead");
+  f.system.dead_letters().subscribe(dead.ref());
+  f.homes->place(f.shard, troupe::sharding::placed_here{4});
+  f.region.tell(note{"a", 0});
+  f.system.run_until_idle();
+  EXPECT_EQ(f.out.expect_message(), 0);
+
+  f.homes->place(f.shard, troupe::sharding::no_home_yet{});  // the hand-off began
+  f.system.run_until_idle();
+  for (int i = 1; i <= 5; ++i) f.region.tell(note{"a", i});
+  f.system.run_until_idle();
+  for (int i = 0; i < 2; ++i) {
+    const auto d = dead.expect_message();
+    EXPECT_EQ(d.code, make_error_code(troupe::errc::mailbox_full));
+    EXPECT_NE(d.reason.find("buffer"), std::string::npos) << d.reason;
+  }
+  f.homes->place(f.shard, troupe::sharding::placed_here{8});  // (here again, for the test)
+  f.system.run_until_idle();
+  for (int i = 1; i <= 3; ++i) EXPECT_EQ(f.out.expect_message(), i);  // the first three, in order
+  f.out.expect_no_message(1ms);
+  dead.expect_no_message(1ms);
+}
+
 TEST_P(PlacementRouting, ARunningShardWhoseHomeGoesStopsAndItsNextMessagesWaitForTheNextHome) {
   fixture f(GetParam());
   f.homes->place(f.shard, troupe::sharding::placed_here{7});
