@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -46,52 +47,59 @@ std::set<std::string> as_set(const std::vector<std::string>& ids) {
   return {ids.begin(), ids.end()};
 }
 
-TEST(cluster_remember_entities, a_leaving_nodes_entities_start_on_their_new_owner_unasked) {
-  world w(41);
-  // b hosts from the start and remembers nothing then: it hears of a's shards only as they
-  // are allocated to it.
-  auto a = host(w, "a");
-  auto b = host(w, "b");
-  member gate(w, "gate", 1, true, nullptr, quick_handoffs, remembering);
-  ASSERT_TRUE(holds_within([&] { return a->cluster->hosting_regions("tally") == 2; }, 10s));
-  const auto ids = some_ids(32);
-  touch(gate.region, ids);
-  ASSERT_TRUE(holds_within([&] { return remembered_ids(w.journal) == as_set(ids); }, 10s))
-      << "what a node starts is remembered";
-  const std::set<std::string> on_a = started_on(*w.log, "a#1");
-  ASSERT_FALSE(on_a.empty());
+/// Hosts a and b (b remembers nothing at first: it hears of a's shards only as they are
+/// allocated to it) and a proxy; 32 entities started through the proxy and remembered.
+struct two_hosts {
+  explicit two_hosts(std::uint64_t seed) : w(seed) {
+    a = host(w, "a");
+    b = host(w, "b");
+    gate = std::make_unique<member>(w, "gate", 1, true, nullptr, quick_handoffs, remembering);
+    if (!holds_within([&] { return a->cluster->hosting_regions("tally") == 2; }, 10s)) {
+      throw std::runtime_error("a never saw two hosting regions");
+    }
+    touch(gate->region, ids);
+    if (!holds_within([&] { return remembered_ids(w.journal) == as_set(ids); }, 10s)) {
+      throw std::runtime_error("what the nodes started was not remembered");
+    }
+    on_a = started_on(*w.log, "a#1");
+  }
+  world w;
+  std::unique_ptr<member> a;
+  std::unique_ptr<member> b;
+  std::unique_ptr<member> gate;
+  const std::vector<std::string> ids = some_ids(32);
+  std::set<std::string> on_a;  // the entities a started
+};
 
-  const std::size_t before_leave = log_size(*w.log);
-  a->cluster->leave();
+TEST(cluster_remember_entities, a_leaving_nodes_entities_start_on_their_new_owner_unasked) {
+  two_hosts c(41);
+  ASSERT_FALSE(c.on_a.empty());
+
+  const std::size_t before_leave = log_size(*c.w.log);
+  c.a->cluster->leave();
   // Nobody sends anything: b starts each remembered entity as its shard arrives.
-  EXPECT_TRUE(holds_within([&] { return started_on(*w.log, "b#1", before_leave) == on_a; }, 20s))
-      << started_on(*w.log, "b#1", before_leave).size() << " of " << on_a.size() << " started";
-  EXPECT_EQ(remembered_ids(w.journal), as_set(ids)) << "a hand-off forgets nothing";
-  const auto stale = stale_activations(*w.log);
+  EXPECT_TRUE(
+      holds_within([&] { return started_on(*c.w.log, "b#1", before_leave) == c.on_a; }, 20s))
+      << started_on(*c.w.log, "b#1", before_leave).size() << " of " << c.on_a.size() << " started";
+  EXPECT_EQ(remembered_ids(c.w.journal), as_set(c.ids)) << "a hand-off forgets nothing";
+  const auto stale = stale_activations(*c.w.log);
   EXPECT_TRUE(stale.empty()) << stale.front();
 }
 
 TEST(cluster_remember_entities, a_crashed_nodes_entities_start_on_the_survivor_unasked) {
-  world w(42);
-  auto a = host(w, "a");
-  auto b = host(w, "b");
-  member gate(w, "gate", 1, true, nullptr, quick_handoffs, remembering);
-  ASSERT_TRUE(holds_within([&] { return a->cluster->hosting_regions("tally") == 2; }, 10s));
-  const auto ids = some_ids(32);
-  touch(gate.region, ids);
-  ASSERT_TRUE(holds_within([&] { return remembered_ids(w.journal) == as_set(ids); }, 10s));
-  ASSERT_GT(shards_per_node(*gate.store)["a"], 0);
-  const std::set<std::string> on_a = started_on(*w.log, "a#1");
+  two_hosts c(42);
+  ASSERT_GT(shards_per_node(*c.gate->store)["a"], 0);
 
-  const std::size_t before_crash = log_size(*w.log);
-  w.etcd.set_reachable(*a->store, false);
-  w.net.memory().partition(a->node.address(), b->node.address());
-  w.net.memory().partition(a->node.address(), gate.node.address());
-  a.reset();
+  const std::size_t before_crash = log_size(*c.w.log);
+  c.w.etcd.set_reachable(*c.a->store, false);
+  c.w.net.memory().partition(c.a->node.address(), c.b->node.address());
+  c.w.net.memory().partition(c.a->node.address(), c.gate->node.address());
+  c.a.reset();
   // Once a's lease runs out, its shards come to b, and with them every entity a ran.
-  EXPECT_TRUE(holds_within([&] { return started_on(*w.log, "b#1", before_crash) == on_a; }, 20s))
-      << started_on(*w.log, "b#1", before_crash).size() << " of " << on_a.size() << " started";
-  const auto stale = stale_activations(*w.log);
+  EXPECT_TRUE(
+      holds_within([&] { return started_on(*c.w.log, "b#1", before_crash) == c.on_a; }, 20s))
+      << started_on(*c.w.log, "b#1", before_crash).size() << " of " << c.on_a.size() << " started";
+  const auto stale = stale_activations(*c.w.log);
   EXPECT_TRUE(stale.empty()) << stale.front();
 }
 
