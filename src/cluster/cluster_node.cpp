@@ -13,6 +13,7 @@
 #include "cluster/placement/delivery_endpoint.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <future>
 #include <map>
 #include <mutex>
@@ -53,6 +54,16 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
   lease_id lease = 0;
   bool fenced = false;
   std::map<std::string, std::shared_ptr<cluster_placement>, std::less<>> placements;
+  /// leave() saw every shard of this node handed off before it revoked the lease: the revoke
+  /// then stops nothing at once, and the regions go on passing on what arrives.
+  std::atomic<bool> left_cleanly{false};
+
+  /// How long leave() waits for the hand-offs before it revokes the lease anyway.
+  duration leave_timeout() const {
+    if (options.leave_timeout) return *options.leave_timeout;
+    if (auto d = system->config().get_duration("troupe.sharding.leave-timeout")) return *d;
+    return configured(options.handoff_timeout, "hand-off-timeout") + options.lease_ttl;
+  }
 
   /// A coordinator's duration: the option when set, else the config's
   /// `troupe.sharding.<key>`, else 10 s.
@@ -311,7 +322,10 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
         if (!self) return;
         troupe::logger()->warn("cluster {}: {} fenced itself ({}): it hosts no shard any more",
                                self->options.cluster_name, self->options.node, to_string(why));
-        self->stop_hosting(true);
+        // After a complete hand-off this node's view holds every commit of its shards, so its
+        // regions may go on passing on late arrivals to the new owners (docs/cluster.md,
+        // "Leaving"); any other fence stops everything at once.
+        self->stop_hosting(!(why == fence_reason::revoked && self->left_cleanly));
         self->tell_fenced(std::string(to_string(why)));
       });
   auto node = std::shared_ptr<cluster_node>(new cluster_node(s));
@@ -324,7 +338,8 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
                            self->state_->options.node);
     auto left = std::make_shared<std::promise<void>>();
     self->leave([left](std::error_code) { left->set_value(); });
-    left->get_future().wait_for(self->state_->options.lease_ttl + std::chrono::seconds(1));
+    left->get_future().wait_for(self->state_->leave_timeout() + self->state_->options.lease_ttl +
+                                std::chrono::seconds(1));
   });
   return node;
 }
@@ -405,6 +420,28 @@ std::future<cluster_state> cluster_node::read_state() const {
   return result;
 }
 
+namespace {
+
+/// After a complete leave, other regions whose view lags may still send here what they think
+/// this node hosts; its regions pass that on to the new owners. It waits until nothing has
+/// arrived for a moment, at most one lease TTL, before the node may stop.
+void linger_while_arrivals_come(const cluster_node::state& s, const std::stop_token& stop) {
+  using steady = std::chrono::steady_clock;
+  constexpr auto quiet = std::chrono::milliseconds(250);
+  const auto until = steady::now() + s.options.lease_ttl;
+  auto received = s.remote->stats().messages_received;
+  auto last_arrival = steady::now();
+  while (!stop.stop_requested() && steady::now() < until && steady::now() - last_arrival < quiet) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (const auto now = s.remote->stats().messages_received; now != received) {
+      received = now;
+      last_arrival = steady::now();
+    }
+  }
+}
+
+}  // namespace
+
 void cluster_node::leave(std::function<void(std::error_code)> done) {
   std::vector<std::string> types;
   {
@@ -435,30 +472,49 @@ void cluster_node::leave(std::function<void(std::error_code)> done) {
   if (leaving_.joinable()) return;  // already leaving
   leaving_ = std::jthread(
       [s = state_, types = std::move(types), done = std::move(done)](std::stop_token stop) {
-        const auto deadline = std::chrono::steady_clock::now() + s->options.lease_ttl;
+        const auto deadline = std::chrono::steady_clock::now() + s->leave_timeout();
+        bool handed_off = true;
         for (const auto& type : types) {
-          while (!stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
+          auto next_report = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+          while (!stop.stop_requested()) {
             bool running = false;
+            std::size_t resident = 0;
+            std::size_t buffered = 0;
             try {
               const auto region = s->sharding->state(type, std::chrono::seconds(1));
               for (const auto& shard : region.shards) {
-                running |= shard.resident || shard.stopping;
+                resident += shard.resident || shard.stopping ? 1 : 0;
               }
               // And until what the region holds for shards that moved has gone on to their new
               // owners: it would be lost with this node.
-              running |= region.buffered != 0;
-            } catch (const troupe::error& e) {
-              // A busy region answers late and may still run shards; any other error: it is
-              // gone, and nothing of it runs.
-              if (e.value() != troupe::errc::ask_timeout) break;
-              running = true;
+              buffered = region.buffered;
+              running |= resident != 0 || buffered != 0;
             } catch (const std::exception&) {
-              break;
+              // A busy region answers late, and a shard stopping meanwhile fails the question:
+              // ask again. Never done on an error alone: what the placement still owns here
+              // decides (below), or the leave timeout.
+              running = true;
             }
             // And until its shards were handed off: what waits for them here goes on to their
             // new owners, not lost with this node.
-            if (auto p = s->placed_types->find(type); p && p->owns_shards()) running = true;
+            const auto placed = s->placed_types->find(type);
+            if (placed && placed->owns_shards()) running = true;
             if (!running) break;
+            if (std::chrono::steady_clock::now() >= next_report) {  // a slow leave says why
+              next_report += std::chrono::seconds(2);
+              troupe::logger()->info(
+                  "cluster {}: {} leaving, {}: {} shard(s) still running, {} message(s) held; {}",
+                  s->options.cluster_name, s->options.node, type, resident, buffered,
+                  placed ? placed->owned_shards_progress() : std::string());
+            }
+            if (std::chrono::steady_clock::now() >= deadline) {
+              handed_off = false;
+              troupe::logger()->warn(
+                  "cluster {}: {} leaves with shards of {} not handed off after the leave "
+                  "timeout: they fail over",
+                  s->options.cluster_name, s->options.node, type);
+              break;
+            }
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
           }
         }
@@ -466,9 +522,14 @@ void cluster_node::leave(std::function<void(std::error_code)> done) {
           if (done) done(std::make_error_code(std::errc::operation_canceled));
           return;
         }
-        s->keeper->revoke([done](std::error_code ec) {
-          if (done) done(ec);
-        });
+        s->left_cleanly = handed_off;
+        auto revoked = std::make_shared<std::promise<std::error_code>>();
+        auto answer = revoked->get_future();
+        s->keeper->revoke([revoked](std::error_code ec) { revoked->set_value(ec); });
+        std::error_code ec = std::make_error_code(std::errc::timed_out);
+        if (answer.wait_for(s->options.lease_ttl) == std::future_status::ready) ec = answer.get();
+        if (handed_off && !ec) linger_while_arrivals_come(*s, stop);
+        if (done) done(ec);
       });
 }
 

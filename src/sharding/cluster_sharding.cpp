@@ -97,16 +97,17 @@ region_settings resolve_settings(actor_system& system, const std::string& type_n
   const std::string base = "troupe.sharding";
   const std::string own = base + ".types." + path_segment(type_name);
   file.check_known_keys(
-      base, {"number-of-shards", "remember-entities", "remember-entities-start-rate",
-             "passivation-idle", "shard-passivation-idle", "max-entities", "buffer-size",
-             "entity-mailbox-capacity", "entity-mailbox-overflow", "entity-supervision",
-             "shard-capacity", "rebalance-interval", "hand-off-timeout", "types"});
+      base,
+      {"number-of-shards", "remember-entities", "remember-entities-start-rate",
+       "entity-restart-backoff", "passivation-idle", "shard-passivation-idle", "max-entities",
+       "buffer-size", "entity-mailbox-capacity", "entity-mailbox-overflow", "entity-supervision",
+       "shard-capacity", "rebalance-interval", "hand-off-timeout", "leave-timeout", "types"});
   if (file.has(own)) {
     file.check_known_keys(
         own, {"number-of-shards", "remember-entities", "remember-entities-start-rate",
-              "passivation-idle", "shard-passivation-idle", "max-entities", "buffer-size",
-              "entity-mailbox-capacity", "entity-mailbox-overflow", "entity-supervision",
-              "shard-capacity"});
+              "entity-restart-backoff", "passivation-idle", "shard-passivation-idle",
+              "max-entities", "buffer-size", "entity-mailbox-capacity", "entity-mailbox-overflow",
+              "entity-supervision", "shard-capacity"});
   }
   auto key = [&](const char* k) {
     std::string in_type = own + "." + k;
@@ -150,6 +151,11 @@ region_settings resolve_settings(actor_system& system, const std::string& type_n
   if (start_rate < 1)
     fail("remember-entities-start-rate", "must be at least 1 (entities per second)");
   s.remember_start_rate = static_cast<std::size_t>(start_rate);
+  s.entity_restart_backoff =
+      file.get_duration(key("entity-restart-backoff")).value_or(s.entity_restart_backoff);
+  if (s.entity_restart_backoff < duration::zero()) {
+    fail("entity-restart-backoff", "must not be negative");
+  }
 
   const std::int64_t in_flight = shard_capacity ? static_cast<std::int64_t>(*shard_capacity)
                                                 : file.get_int(key("shard-capacity")).value_or(0);
@@ -193,6 +199,9 @@ region_settings resolve_settings(actor_system& system, const std::string& type_n
   }
   if (auto d = file.get_duration(base + ".hand-off-timeout"); d && *d <= duration::zero()) {
     fail("hand-off-timeout", "must be positive");
+  }
+  if (auto d = file.get_duration(base + ".leave-timeout"); d && *d <= duration::zero()) {
+    fail("leave-timeout", "must be positive");
   }
   if (proxy) s.proxy = *proxy;
   if (role) s.role = *role;
@@ -284,11 +293,18 @@ region_state cluster_sharding::state(const std::string& type_name, duration time
   // entity: most messages pass it by).
   for (auto& info : state.shards) {
     if (!info.resident) continue;
-    info.stats = detail::await_reply(
-        system_,
-        shard_ref_for(type_name, info.id)
-            .ask_any<shard_stats>(get_shard_stats{}, timeout, troupe::use_future),
-        timeout);
+    try {
+      info.stats = detail::await_reply(
+          system_,
+          shard_ref_for(type_name, info.id)
+              .ask_any<shard_stats>(get_shard_stats{}, timeout, troupe::use_future),
+          timeout);
+    } catch (const troupe::error& e) {
+      // A busy shard is the caller's to retry; one that stopped since the region answered (a
+      // hand-off, passivation) is described as the region saw it, without its figures.
+      if (e.value() == errc::ask_timeout) throw;
+      continue;
+    }
     info.entity_count = info.stats.entity_count;
     state.hottest.insert(state.hottest.end(), info.stats.hottest.begin(), info.stats.hottest.end());
   }

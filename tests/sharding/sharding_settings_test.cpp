@@ -93,6 +93,21 @@ TEST(ShardingSettings, AnUnknownKeyFailsNamingIt) {
   }
 }
 
+TEST(ShardingSettings, ALeaveTimeoutThatIsNotPositiveFailsNamingTheKey) {
+  troupe::actor_system system(with_file("troupe.sharding.leave-timeout = 0s"));
+  try {
+    (void)cluster_sharding::get(system).start<locator>();
+    FAIL() << "expected a config error";
+  } catch (const troupe::config_error& e) {
+    EXPECT_NE(std::string(e.what()).find("leave-timeout"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ShardingSettings, ALeaveTimeoutIsAKnownKey) {
+  troupe::actor_system system(with_file("troupe.sharding.leave-timeout = 40s"));
+  EXPECT_NO_THROW((void)cluster_sharding::get(system).start<locator>());
+}
+
 /// Tells the probe when it stops.
 class sleepy final : public troupe::actor<where> {
  public:

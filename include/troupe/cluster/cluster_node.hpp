@@ -63,6 +63,11 @@ struct cluster_node_options {
   /// 10 s each.
   std::optional<duration> rebalance_interval;
   std::optional<duration> handoff_timeout;
+  /// How long leave() waits for this node's shards to be handed off before it revokes the
+  /// lease anyway (its shards then fail over, and what waited for them here is lost). Unset:
+  /// the config's `troupe.sharding.leave-timeout`, else the hand-off timeout plus one lease TTL
+  /// (a hand-off that timed out is begun again once).
+  std::optional<duration> leave_timeout;
   /// Called once if the node fences itself (it could not keep its lease: see fenced()), with
   /// the reason, right after its entities stopped taking messages; on the store's executor, so
   /// it must not block; never once the cluster_node is destroyed. A node that fenced itself
@@ -92,6 +97,10 @@ struct cluster_node_options {
   }
   cluster_node_options& with_handoff_timeout(duration d) {
     handoff_timeout = d;
+    return *this;
+  }
+  cluster_node_options& with_leave_timeout(duration d) {
+    leave_timeout = d;
     return *this;
   }
 };
@@ -137,10 +146,12 @@ class cluster_node {
   /// Leaves gracefully: the member is marked leaving, the coordinators hand every shard of it
   /// off to the other nodes (each after what its mailbox holds; messages for it wait in the
   /// regions, here and elsewhere, and then go to its new owner), and once none runs here (or
-  /// after one lease TTL at most) the lease is revoked, so the node's keys go. The regions here
-  /// keep routing to the other nodes. `done` gets the store's answer to the revoke, on another
-  /// thread. actor_system::run_until_signal() calls it on SIGTERM or SIGINT and waits for it
-  /// before the system shuts down.
+  /// after `leave_timeout` at most) the lease is revoked, so the node's keys go. The regions here
+  /// keep routing to the other nodes, and after a complete hand-off they still pass on what
+  /// other nodes send here until none has come for a moment (at most one lease TTL). `done`
+  /// gets the store's answer to the revoke, on another thread, after that.
+  /// actor_system::run_until_signal() calls it on SIGTERM or SIGINT and waits for it before the
+  /// system shuts down.
   void leave(std::function<void(std::error_code)> done = {});
 
   struct state;

@@ -88,6 +88,10 @@ class placement {
   /// thread; answering `no_home_yet` also starts finding a home (the cluster asks the
   /// coordinator), reported later through the listener.
   [[nodiscard]] virtual shard_home home_of(shard_id shard) = 0;
+  /// The shard's home as this node knows it now, to describe it (introspection): no answer the
+  /// region acts on, so a placement that tells its listener only of changes since the region's
+  /// last home_of() must not count it, and it starts no search.
+  [[nodiscard]] virtual shard_home peek_home(shard_id shard) { return home_of(shard); }
 
   /// This node's id in the cluster (what placed_remote::node names elsewhere); empty on a
   /// node without a cluster.

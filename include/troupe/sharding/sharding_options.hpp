@@ -220,6 +220,9 @@ struct region_settings {
   /// With remember entities: how many remembered entities the type's shards on one node start
   /// per second, together (`remember-entities-start-rate`).
   std::size_t remember_start_rate = 1000;
+  /// With remember entities: how long after an entity stopped without being passivated (it
+  /// failed, or stopped itself) its shard starts it again (`entity-restart-backoff`).
+  duration entity_restart_backoff = std::chrono::seconds(10);
   std::string role;
   /// Every entity's mailbox (default unbounded) and supervision (default: stop on failure).
   mailbox_config entity_mailbox{};

@@ -134,6 +134,11 @@ shard_home cluster_placement::home_locked(shard_id shard) const {
   return no_home_yet{};
 }
 
+shard_home cluster_placement::peek_home(shard_id shard) {
+  std::lock_guard lock(mutex_);
+  return home_locked(shard);
+}
+
 shard_home cluster_placement::home_of(shard_id shard) {
   shard_home home;
   bool find = false;
@@ -175,6 +180,28 @@ bool cluster_placement::owns_shards() const {
     if (a.owner == options_.self) return true;
   }
   return false;
+}
+
+std::string cluster_placement::owned_shards_progress() const {
+  std::lock_guard lock(mutex_);
+  std::string out;
+  for (const auto& [shard, a] : allocations_) {
+    if (a.owner != options_.self) continue;
+    if (!out.empty()) out += "; ";
+    out += "shard " + std::to_string(shard);
+    auto h = handoffs_.find(shard);
+    if (h == handoffs_.end()) {
+      out += ": no hand-off yet";
+    } else {
+      const auto& e = h->second;
+      out += std::string(": hand-off ") + (e.asked ? "asked" : "not asked") +
+             (e.released ? ", released" : ", not released") +
+             (e.reported    ? ", reported"
+              : e.reporting ? ", reporting"
+                            : ", not reported");
+    }
+  }
+  return out;
 }
 
 void cluster_placement::track_hosted_shards() {

@@ -131,6 +131,7 @@ class cluster_placement final : public sharding::placement,
   ~cluster_placement() override;
 
   [[nodiscard]] sharding::shard_home home_of(sharding::shard_id shard) override;
+  [[nodiscard]] sharding::shard_home peek_home(sharding::shard_id shard) override;
   void set_listener(home_listener listener) override;
   [[nodiscard]] std::string self_node() const override { return options_.self.node; }
   [[nodiscard]] bool routes_remote() const noexcept override {
@@ -153,6 +154,9 @@ class cluster_placement final : public sharding::placement,
   void released(sharding::shard_id shard) override;
   /// Some shard is allocated to this node, or is being handed off from it.
   [[nodiscard]] bool owns_shards() const;
+  /// The shards still allocated here and how far each one's hand-off got, for the log of a
+  /// leave that waits ("shard 24: hand-off asked, not released"); empty when none is.
+  [[nodiscard]] std::string owned_shards_progress() const;
   bool send_flush(const sharding::placed_remote& home, sharding::shard_id shard,
                   std::uint64_t token, const untyped_ref& reply_to) override;
   void answer_flush(const untyped_ref& reply_to, sharding::shard_id shard,

@@ -1080,6 +1080,7 @@ class region_actor final : public actor<region_message<M>> {
       setup->passivation_idle = setup_->settings.shard_passivation_idle;
       setup->memory = setup_->memory;
       setup->budget = setup_->budget;
+      setup->restart_backoff = setup_->settings.entity_restart_backoff;
       setup->epoch = entry.epoch;
       if (setup_->keep_alive) {
         setup->keep_alive = setup_->keep_alive(shard);
@@ -1125,7 +1126,8 @@ class region_actor final : public actor<region_message<M>> {
       info.id = id;
       info.resident = static_cast<bool>(entry.route->shard) && !entry.stopping;
       info.stopping = static_cast<bool>(entry.route->shard) && entry.stopping;
-      describe_home(info, setup_->homes->home_of(id));
+      // Not home_of(): that answer would swallow news of the shard the region waits for.
+      describe_home(info, setup_->homes->peek_home(id));
       {
         std::lock_guard lock(entry.route->lock);
         info.messages_processed = entry.route->messages;

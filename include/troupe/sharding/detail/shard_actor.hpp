@@ -48,12 +48,17 @@ struct remembered_written {
 struct remember_tick {};
 /// The shard's own periodic tick: start again what must always run and does not.
 struct keep_alive_tick {};
+/// The shard's own timer: start again a remembered entity that stopped without passivation.
+struct restart_entity {
+  std::string id;
+};
 
 template <class M>
 using shard_message =
     std::variant<deliver<M>, passivate<M>, passivate_entity, get_entity_ids, get_shard_stats,
                  shard_idle_check, entity_idle_tick, hot_keys_tick, stop_entities,
-                 remembered_listed, remembered_written, remember_tick, keep_alive_tick>;
+                 remembered_listed, remembered_written, remember_tick, keep_alive_tick,
+                 restart_entity>;
 
 /// What a shard needs from its region.
 template <class M>
@@ -84,6 +89,8 @@ struct shard_setup {
   /// as the owner at `epoch`, and starts what it remembers, within the type's `start_budget`.
   std::shared_ptr<remembered_entities> memory;
   std::shared_ptr<start_budget> budget;
+  /// With remember entities: an entity that stopped without passivation starts again after it.
+  duration restart_backoff = std::chrono::seconds(10);
   shard_epoch epoch = 0;
   /// Entities that always run while the shard lives here (a singleton, a daemon process's
   /// workers): started with the shard, and again each `keep_alive_interval` if they stopped.
@@ -207,6 +214,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
                    [this](remembered_written& w) { on_written(w); },
                    [this](remember_tick&) { on_remember_tick(); },
                    [this](keep_alive_tick&) { keep_alive(); },
+                   [this](restart_entity& r) { on_restart(r.id); },
                },
                msg);
   }
@@ -240,6 +248,14 @@ class shard_actor final : public basic_actor<shard_message<M>> {
       }
     }
     stopping_.clear();
+    for (auto& [id, waiting] : unwritten_) {
+      for (auto& p : waiting) {
+        to_dead_letters(std::move(p), errc::recipient_terminated,
+                        "shard " + std::to_string(setup_->id) + " stopped before entity '" + id +
+                            "' was remembered");
+      }
+    }
+    unwritten_.clear();
     buffered_ = 0;
   }
 
@@ -262,7 +278,9 @@ class shard_actor final : public basic_actor<shard_message<M>> {
   void keep_alive() {
     if (draining_) return;
     for (const auto& id : setup_->keep_alive) {
-      if (!entities_.contains(std::string_view(id))) start(id, "kept alive", /*remembered=*/false);
+      if (!entities_.contains(std::string_view(id)) && !unwritten_.contains(id)) {
+        start(id, "kept alive", /*remembered=*/false);
+      }
     }
   }
 
@@ -315,7 +333,8 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     while (allowed > 0 && !to_start_.empty()) {
       const std::string id = std::move(to_start_.front());
       to_start_.pop_front();
-      if (entities_.contains(std::string_view(id))) continue;
+      // One a message started, or whose messages wait for its id to be written, starts then.
+      if (entities_.contains(std::string_view(id)) || unwritten_.contains(id)) continue;
       --allowed;
       start(id, "restarted from its shard's memory", /*remember=*/false);
     }
@@ -356,6 +375,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
                                  setup_->id);
       superseded_ = true;
       changes_.clear();
+      drop_unwritten(superseded_reason());
     } else if (w.error) {
       this->context().log().warn("shard {}: writing its remembered entities failed ({}); retrying",
                                  setup_->id, w.error.message());
@@ -364,9 +384,77 @@ class shard_actor final : public basic_actor<shard_message<M>> {
       arm_remember_tick(std::chrono::seconds(1));
       return;
     }
+    if (!w.superseded) {
+      // Written: the entities whose messages waited for it start now, those messages first.
+      for (const auto& [id, add] : in_flight_) {
+        if (add) start_unwritten(id);
+      }
+    }
     in_flight_.clear();
     write_remembered();
     if (draining_ && entities_.empty()) stop_when_written();
+  }
+
+  /// With remember entities, a message for an entity that does not run waits until its id is
+  /// written, and only then starts it: an entity never handles a message and then fails to
+  /// start again after a crash because its id was not written yet. Its later messages wait
+  /// behind it, in order.
+  void hold_until_remembered(const std::string& id, M& message) {
+    if (superseded_) {  // its ids are no longer this shard's to write
+      reject(message, errc::recipient_terminated, superseded_reason());
+      report_stopped(id);
+      return;
+    }
+    auto [it, fresh] = unwritten_.try_emplace(id);
+    buffer(it->second, id, message, "waits for its id to be remembered");
+    if (it->second.empty()) {  // refused: the shard's buffer is full
+      unwritten_.erase(it);
+      report_stopped(id);
+      return;
+    }
+    if (fresh) remember(id, true);
+  }
+
+  /// Entity `id`'s id is written: it starts with what waited for that.
+  void start_unwritten(const std::string& id) {
+    auto it = unwritten_.find(id);
+    if (it == unwritten_.end()) return;
+    std::vector<pending> waiting = std::move(it->second);
+    unwritten_.erase(it);
+    buffered_ -= waiting.size();
+    hand_to_next(id, waiting, "started");
+    // A moving shard still delivers what waited, then stops the entity like the others.
+    if (draining_ && entities_.contains(std::string_view(id))) on_passivate_entity(id);
+  }
+
+  [[nodiscard]] std::string superseded_reason() const {
+    return "a newer owner of shard " + std::to_string(setup_->id) +
+           " remembers its entities: this one stops";
+  }
+
+  /// What waits for ids to be written goes to dead letters, with `why`.
+  void drop_unwritten(const std::string& why) {
+    for (auto& [id, waiting] : unwritten_) {
+      buffered_ -= waiting.size();
+      for (auto& p : waiting) to_dead_letters(std::move(p), errc::recipient_terminated, why);
+      report_stopped(id);
+    }
+    unwritten_.clear();
+  }
+
+  /// A remembered entity that stopped without passivation starts again after the backoff, as
+  /// Akka's entity-restart-backoff does.
+  void restart_later(const std::string& id) {
+    this->timers().start_single("restart " + id, restart_entity{id}, setup_->restart_backoff);
+  }
+
+  void on_restart(const std::string& id) {
+    if (draining_ || superseded_ || entities_.contains(std::string_view(id)) ||
+        unwritten_.contains(id)) {
+      return;
+    }
+    if (auto c = changes_.find(id); c != changes_.end() && !c->second) return;  // passivated
+    start(id, "restarted after it stopped", /*remembered=*/false);
   }
 
   /// A shard that moves stops once what it remembers is written: its next owner lists it.
@@ -419,16 +507,26 @@ class shard_actor final : public basic_actor<shard_message<M>> {
         return;
       }
     }
+    if (!unwritten_.empty()) {
+      if (auto u = unwritten_.find(id); u != unwritten_.end()) {
+        buffer(u->second, id, message, "waits for its id to be remembered");
+        return;
+      }
+    }
     auto it = entities_.find(std::string_view(id));
     if (it != entities_.end()) {
       if (!stopping_.empty()) {
         if (auto s = stopping_.find(id); s != stopping_.end()) {
-          buffer(s->second, id, message);
+          buffer(s->second, id, message, "stops");
           return;
         }
       }
       cell_of(*it).set_idle_stamp(epoch_);
       tell(*it, message, this->context().sender(), pass_on);
+      return;
+    }
+    if (setup_->memory && !draining_) {
+      hold_until_remembered(id, message);
       return;
     }
     const actor_ref<M>* started = start(id, "started");
@@ -465,9 +563,10 @@ class shard_actor final : public basic_actor<shard_message<M>> {
 
   /// Keeps `message`, which lives in the envelope being handled, for the entity's next
   /// incarnation.
-  void buffer(std::vector<pending>& to, const std::string& id, M& message) {
+  void buffer(std::vector<pending>& to, const std::string& id, M& message, const char* while_it) {
     if (buffered_ >= setup_->buffer_size) {
-      reject(message, errc::mailbox_full, "shard buffer full while entity '" + id + "' stops");
+      reject(message, errc::mailbox_full,
+             "shard buffer full while entity '" + id + "' " + while_it);
       return;
     }
     to.push_back({nullptr, &message});
@@ -566,17 +665,41 @@ class shard_actor final : public basic_actor<shard_message<M>> {
       stopping_.erase(s);
       passivated = true;
     }
-    // Passivated, it is forgotten; stopped for a move, or after a failure, it is not.
+    // Passivated, it is forgotten; stopped for a move, or after a failure, it is not, and
+    // after a failure (or a stop of its own) it starts again after the backoff.
     if (passivated && !draining_) remember(id, false);
+    if (!passivated && !draining_ && setup_->memory) restart_later(id);
     // Every stop is reported, and so is the next start: the region's policy (with an LRU limit)
     // follows what runs, whatever crossed the reports on the way.
     report_stopped(id);
     entities_.erase(it);
     buffered_ -= waiting.size();
-    // Messages that waited for this incarnation to end go, in order, to the next one.
+    // Messages that waited for this incarnation to end go, in order, to the next one; with
+    // remember entities, once its id is written again.
+    if (!waiting.empty() && setup_->memory && !draining_) {
+      auto& held = unwritten_[id];
+      buffered_ += waiting.size();
+      for (auto& p : waiting) held.push_back(std::move(p));
+      remember(id, true);
+    } else {
+      hand_to_next(id, waiting, "restarted");
+    }
+    if (draining_) {
+      // What waited for the next incarnation has been handed to it: it stops after that too.
+      if (entities_.contains(std::string_view(id))) on_passivate_entity(id);
+      if (entities_.empty()) stop_when_written();
+      return;
+    }
+    if (entities_.empty()) arm_idle_check();
+  }
+
+  /// Hands what waited for entity `id` to its running incarnation, starting one if none runs,
+  /// in order.
+  void hand_to_next(const std::string& id, std::vector<pending>& waiting, const char* what) {
     for (auto& p : waiting) {
       auto next = entities_.find(std::string_view(id));
-      const actor_ref<M>* entity = next != entities_.end() ? &*next : start(id, "restarted");
+      const actor_ref<M>* entity =
+          next != entities_.end() ? &*next : start(id, what, /*remembered=*/!setup_->memory);
       if (entity == nullptr) {
         to_dead_letters(std::move(p), errc::entity_start_failed, start_failure_);
         continue;
@@ -591,13 +714,6 @@ class shard_actor final : public basic_actor<shard_message<M>> {
         to_dead_letters(std::move(p), errc::message_copy_failed, copy_failure_reason());
       }
     }
-    if (draining_) {
-      // What waited for the next incarnation has been handed to it: it stops after that too.
-      if (entities_.contains(std::string_view(id))) on_passivate_entity(id);
-      if (entities_.empty()) stop_when_written();
-      return;
-    }
-    if (entities_.empty()) arm_idle_check();
   }
 
   /// Publishes `message`, which lives in the envelope being handled, as a dead letter (without
@@ -621,6 +737,9 @@ class shard_actor final : public basic_actor<shard_message<M>> {
   // Entities on their way out, with what arrived for their next incarnation. Keys view the ids
   // of the stopping cells, which entities_ keeps alive until they are erased together.
   std::unordered_map<std::string_view, std::vector<pending>, id_hasher> stopping_;
+  // Remember entities: entities that do not run yet, with the messages that wait for their ids
+  // to be written (in order) before they start.
+  std::unordered_map<std::string, std::vector<pending>> unwritten_;
   std::size_t buffered_ = 0;
   bool draining_ = false;      // stop_entities came: the shard stops once its entities have
   std::string start_failure_;  // why the last start failed
