@@ -27,7 +27,10 @@ process_cluster::process_cluster(std::string etcd, std::uint32_t shards)
       // A cluster of its own in etcd: keys of an earlier run (or another one) are not ours.
       cluster_name_("shop-" + std::to_string(::getpid())) {}
 
-process_cluster::~process_cluster() { close(); }
+process_cluster::~process_cluster() {
+  close();
+  io_.reset();
+}
 
 std::string process_cluster::intro() const {
   return "Nodes a, b and c are processes of their own (TCP on 127.0.0.1, a real etcd at\n" + etcd_ +
@@ -177,7 +180,9 @@ void process_cluster::close() {
   for (const auto& name : running) reap(name, 15s, SIGTERM);
   children_.clear();
   driver_.reset();
-  io_.reset();
+  // io_ stays until the destructor: the load's refs to the driver's region keep its placement,
+  // and with it a strand on io_'s context, alive until run_scenario returns; a strand must not
+  // outlive its context.
 }
 
 }  // namespace cluster_demo
