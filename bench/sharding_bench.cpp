@@ -1,5 +1,6 @@
 // Sharding benchmarks on one node: tells through a region to active entities, activating
-// entities, memory per idle entity, and activation/passivation churn under an LRU cap.
+// entities, memory per idle entity, activation/passivation churn under an LRU cap, and what
+// exporting metrics (sharding_metrics, scraped every 100 ms) costs local_tell.
 //
 //   troupe_bench_sharding [--case NAME[,NAME...]]... [--runs N] [--workers N] [--json-only]
 //   [--list]
@@ -13,6 +14,9 @@
 // every size by K, for profiling (e.g. `valgrind --tool=callgrind ... --shrink 50 --runs 1`).
 
 #include <troupe/core/actor_system.hpp>
+#include <troupe/core/metrics.hpp>
+#include <troupe/observability/prometheus_text.hpp>
+#include <troupe/observability/sharding_metrics.hpp>
 #include <troupe/sharding/cluster_sharding.hpp>
 
 #include "bench_support.hpp"
@@ -20,6 +24,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <thread>
 
 namespace {
@@ -138,7 +143,10 @@ std::size_t settled_count(troupe::actor_system& system, const std::string& type)
 
 namespace local_tell {
 
-run_result run(std::size_t workers, std::int64_t entities, std::int64_t messages) {
+/// With `metrics`, the node's sharding figures are exported (sharding_metrics) and a scraper
+/// thread reads them as Prometheus text every 100 ms while the tells run: the metrics case.
+run_result run(std::size_t workers, std::int64_t entities, std::int64_t messages,
+               bool metrics = false) {
   check(messages % entities == 0, "messages must be a multiple of entities");
   troupe::actor_system system(bench_config(workers));
   const auto ids = make_ids('e', entities);
@@ -160,12 +168,33 @@ run_result run(std::size_t workers, std::int64_t entities, std::int64_t messages
   for (const auto& id : ids) region.tell(hit{id});
   warm.wait("every entity to activate");
 
+  troupe::metrics_registry registry;
+  std::optional<troupe::observability::sharding_metrics> exported;
+  std::jthread scraper;
+  std::size_t scrapes = 0;
+  if (metrics) {
+    exported.emplace(registry, troupe::sharding::cluster_sharding::get(system), system);
+    scraper = std::jthread([&](std::stop_token stop) {
+      while (!stop.stop_requested()) {
+        const std::string text = troupe::observability::to_prometheus_text(registry.collect());
+        check(!text.empty(), "a scrape gave no text");
+        ++scrapes;
+        std::this_thread::sleep_for(100ms);
+      }
+    });
+  }
+
   const auto start = steady::now();
   for (std::int64_t i = 0; i < messages; ++i) {
     region.tell(hit{ids[static_cast<std::size_t>(i % entities)]});
   }
   const auto end = done.wait("every entity to count its messages");
   const double seconds = seconds_between(start, end);
+  if (metrics) {
+    scraper.request_stop();
+    scraper.join();
+    exported.reset();
+  }
   settle(system, "counter", static_cast<std::size_t>(entities));
 
   region = {};
@@ -174,7 +203,19 @@ run_result run(std::size_t workers, std::int64_t entities, std::int64_t messages
   check(t.activations.load() == entities, "entities were activated " +
                                               std::to_string(t.activations.load()) +
                                               " times, expected " + std::to_string(entities));
-  return {static_cast<double>(messages) / seconds, {{"teardown_s", teardown}}};
+  return {static_cast<double>(messages) / seconds,
+          {{"teardown_s", teardown}, {"scrapes", static_cast<double>(scrapes)}}};
+}
+
+/// The fraction of local_tell's throughput that exporting metrics costs: a run without, then
+/// one with, on fresh systems; the runs' median is the case's value.
+run_result metrics_overhead(std::size_t workers, std::int64_t entities, std::int64_t messages) {
+  const double off = run(workers, entities, messages, false).value;
+  const auto on = run(workers, entities, messages, true);
+  return {(off - on.value) / off,
+          {{"metrics_off_msgs_per_s", off},
+           {"metrics_on_msgs_per_s", on.value},
+           {"scrapes", on.extras.back().second}}};
 }
 
 }  // namespace local_tell
@@ -314,6 +355,17 @@ std::vector<bench_case> all_cases(std::int64_t shrink) {
                     {"sent_by", json_string("one non-actor thread, through the region ref")},
                     {"timed", json_string("after every entity is active, until all counted")}},
                    [=](std::size_t w) { return local_tell::run(w, entities, million); }});
+  cases.push_back(
+      {"metrics_overhead",
+       "fraction",
+       "<= 0.03",
+       at_most(0.03),
+       {{"entities", str(entities)},
+        {"messages", str(million)},
+        {"metrics", json_string("sharding_metrics on a registry, scraped as Prometheus text "
+                                "every 100 ms by another thread")},
+        {"value", json_string("1 - local_tell with metrics / local_tell without, same run")}},
+       [=](std::size_t w) { return local_tell::metrics_overhead(w, entities, million); }});
   cases.push_back(
       {"activation",
        "activations/s",

@@ -188,6 +188,17 @@ bool metric_family_base::remove_child(std::span<const std::string_view> label_va
   return true;
 }
 
+bool metric_family_base::forget_child(std::span<const std::string_view> label_values) {
+  check_arity(label_values);
+  std::lock_guard lock(mutex_);
+  if (auto it = live_.find(label_values); it != live_.end()) {
+    live_.erase(it);
+    return true;
+  }
+  if (auto it = retired_.find(label_values); it != retired_.end()) retired_.erase(it);
+  return false;
+}
+
 void metric_family_base::collect_into(metric_family_snapshot& out) const {
   out.name = name_;
   out.help = help_;
@@ -331,7 +342,24 @@ detail::metric_family_base& metrics_registry::family(std::string_view name, std:
   return *families_.emplace(std::move(owned_name), std::move(created)).first->second;
 }
 
+std::uint64_t metrics_registry::add_collect_hook(std::function<void()> refresh) {
+  if (!refresh) throw std::invalid_argument("metrics_registry: an empty collect hook");
+  std::lock_guard lock(hooks_mutex_);
+  const std::uint64_t handle = next_hook_++;
+  hooks_.emplace(handle, std::move(refresh));
+  return handle;
+}
+
+void metrics_registry::remove_collect_hook(std::uint64_t handle) {
+  std::lock_guard lock(hooks_mutex_);
+  hooks_.erase(handle);
+}
+
 metrics_snapshot metrics_registry::collect() const {
+  {
+    std::lock_guard hooks(hooks_mutex_);
+    for (const auto& [handle, refresh] : hooks_) refresh();
+  }
   metrics_snapshot out;
   std::lock_guard lock(mutex_);
   out.families.resize(families_.size());

@@ -392,3 +392,40 @@ TEST(MetricsRegistry, CollectsExactTotalsWhileThreadsRecordAndCreateChildren) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(MetricsRegistryHooks, RunBeforeEachCollectAndStopOnceRemoved) {
+  troupe::metrics_registry registry;
+  auto& g = registry.gauge_family("hooked_value", "set by a hook");
+  int runs = 0;
+  const auto handle = registry.add_collect_hook([&] { g.with({}).set(++runs); });
+  auto first = registry.collect();
+  EXPECT_EQ(runs, 1);
+  auto second = registry.collect();
+  EXPECT_EQ(runs, 2);
+  registry.remove_collect_hook(handle);
+  (void)registry.collect();
+  EXPECT_EQ(runs, 2);
+  ASSERT_EQ(second.families.size(), 1U);
+  EXPECT_EQ(second.families[0].children.at(0).value, 2.0);
+  EXPECT_THROW(registry.add_collect_hook({}), std::invalid_argument);
+}
+
+TEST(MetricsRegistryHooks, ForgetFreesAChurningChildAndRemoveKeepsIt) {
+  troupe::metrics_registry registry;
+  auto& keys = registry.gauge_family("hot_keys", "hottest keys", {"key"}, 2);
+  keys.with({"a"}).set(5);
+  keys.with({"b"}).set(3);
+  const std::string_view a[] = {"a"};
+  EXPECT_TRUE(keys.forget(a));
+  EXPECT_FALSE(keys.forget(a));
+  // Room again under the cap, and "a" comes back from zero.
+  keys.with({"c"}).set(1);
+  EXPECT_EQ(keys.with({"a"}).value(), 0.0);  // over the cap: the overflow child
+  const std::string_view b[] = {"b"};
+  EXPECT_TRUE(keys.remove(b));
+  EXPECT_EQ(keys.with({"b"}).value(), 3.0);  // removed, not forgotten: its value kept
+}
+
+}  // namespace

@@ -242,6 +242,7 @@ class metric_family_base {
  protected:
   metric_child_base& child(std::span<const std::string_view> label_values);
   bool remove_child(std::span<const std::string_view> label_values);
+  bool forget_child(std::span<const std::string_view> label_values);
 
  private:
   using child_map =
@@ -303,6 +304,12 @@ class metric_family final : public detail::metric_family_base {
         std::span<const std::string_view>(label_values.begin(), label_values.size()));
   }
   bool remove(std::span<const std::string_view> label_values) { return remove_child(label_values); }
+
+  /// Stops exporting the child with these label values and frees it, for labels that churn
+  /// (the hottest keys of the moment) where remove() would keep every one ever seen. Only for
+  /// a child no one holds a reference to: one looked up and written at once, as a refresh
+  /// does. False when there was no such child.
+  bool forget(std::span<const std::string_view> label_values) { return forget_child(label_values); }
 };
 
 // -- registry -----------------------------------------------------------------
@@ -339,8 +346,17 @@ class metrics_registry {
                                              std::size_t max_children = unlimited);
 
   /// A copy of every family's numbers, taken while writers go on: each value is one that its
-  /// metric held during the call. Families without children are included.
+  /// metric held during the call. Families without children are included. The collect hooks
+  /// run first, one collect at a time.
   [[nodiscard]] metrics_snapshot collect() const;
+
+  /// Runs `refresh` at the start of every collect(): for figures the runtime already keeps
+  /// (a shard's counts), copied into metrics when someone reads them rather than on each
+  /// message. `refresh` may create and update this registry's metrics. Returns a handle for
+  /// remove_collect_hook.
+  std::uint64_t add_collect_hook(std::function<void()> refresh);
+  /// Removes a hook; once it returns, the hook is not running and never runs again.
+  void remove_collect_hook(std::uint64_t handle);
 
  private:
   detail::metric_family_base& family(std::string_view name, std::string_view help, metric_type type,
@@ -349,6 +365,10 @@ class metrics_registry {
 
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<detail::metric_family_base>, std::less<>> families_;
+  // Held while hooks run (never with mutex_): a removed hook is not running.
+  mutable std::mutex hooks_mutex_;
+  std::map<std::uint64_t, std::function<void()>> hooks_;
+  std::uint64_t next_hook_ = 1;
 };
 
 }  // namespace troupe
