@@ -28,18 +28,6 @@ bool is_valid_name(std::string_view name, bool allow_colon) noexcept {
 
 std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
-const char* type_name(metric_type type) noexcept {
-  switch (type) {
-    case metric_type::counter:
-      return "counter";
-    case metric_type::gauge:
-      return "gauge";
-    case metric_type::histogram:
-      return "histogram";
-  }
-  return "?";
-}
-
 bool ends_with(std::string_view s, std::string_view suffix) noexcept {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
@@ -220,6 +208,18 @@ void metric_family_base::collect_into(metric_family_snapshot& out) const {
 
 }  // namespace detail
 
+const char* to_string(metric_type type) noexcept {
+  switch (type) {
+    case metric_type::counter:
+      return "counter";
+    case metric_type::gauge:
+      return "gauge";
+    case metric_type::histogram:
+      return "histogram";
+  }
+  return "untyped";
+}
+
 // -- registry -----------------------------------------------------------------
 
 metrics_registry::metrics_registry() = default;
@@ -285,7 +285,7 @@ detail::metric_family_base& metrics_registry::family(std::string_view name, std:
         existing.label_names() != label_names || existing.upper_bounds() != upper_bounds ||
         existing.max_children() != max_children) {
       invalid("metric " + quoted(name) + " is already registered as a " +
-              type_name(existing.type()) + " with another help, labels, buckets or cap");
+              to_string(existing.type()) + " with another help, labels, buckets or cap");
     }
     return *it->second;
   }

@@ -112,18 +112,6 @@ void append_sample(std::string& out, std::string_view name, std::string_view suf
   out += '\n';
 }
 
-const char* type_word(metric_type type) noexcept {
-  switch (type) {
-    case metric_type::counter:
-      return "counter";
-    case metric_type::gauge:
-      return "gauge";
-    case metric_type::histogram:
-      return "histogram";
-  }
-  return "untyped";
-}
-
 void append_family(std::string& out, const metric_family_snapshot& family) {
   if (!family.help.empty()) {
     out += "# HELP ";
@@ -135,7 +123,7 @@ void append_family(std::string& out, const metric_family_snapshot& family) {
   out += "# TYPE ";
   out += family.name;
   out += ' ';
-  out += type_word(family.type);
+  out += to_string(family.type);
   out += '\n';
 
   for (const auto& child : family.children) {

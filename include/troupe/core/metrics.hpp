@@ -151,6 +151,9 @@ class histogram {
 
 enum class metric_type { counter, gauge, histogram };
 
+/// "counter", "gauge" or "histogram": the word Prometheus' `# TYPE` line uses.
+[[nodiscard]] const char* to_string(metric_type type) noexcept;
+
 /// One labelled child at the moment of collect().
 struct metric_child_snapshot {
   /// In the order of the family's label names.
