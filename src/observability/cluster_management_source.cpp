@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <exception>
 #include <future>
 #include <map>
@@ -19,6 +20,9 @@ namespace troupe::observability {
 namespace {
 
 using std::chrono::duration_cast;
+
+/// Enough to name what makes a shard hot without sending the shard's whole top 10.
+constexpr std::size_t hot_keys_per_shard = 3;
 
 management_error unavailable(std::string message) {
   return {management_errc::unavailable, std::move(message)};
@@ -48,6 +52,12 @@ class cluster_source final : public management_source {
       v.members.push_back({m.info.id.node, m.info.id.incarnation, m.info.roles, m.info.leaving,
                            m.info.app_version, m.address, cluster::to_string(m.reach)});
     }
+    return v;
+  }
+
+  management_result<types_view> types() override {
+    types_view v{sharding_.type_names()};
+    std::sort(v.types.begin(), v.types.end());
     return v;
   }
 
@@ -90,6 +100,10 @@ class cluster_source final : public management_source {
       s.entities = info.entity_count;
       s.messages = info.messages_processed;
       if (!info.local) continue;
+      const auto& hottest = info.stats.hottest;
+      s.hot_keys.assign(hottest.begin(),
+                        hottest.begin() + static_cast<std::ptrdiff_t>(
+                                              std::min(hottest.size(), hot_keys_per_shard)));
       const auto last = previous.messages.find(info.id);
       if (last != previous.messages.end() && elapsed > 0 &&
           info.messages_processed >= last->second) {

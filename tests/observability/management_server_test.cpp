@@ -55,11 +55,12 @@ class fake_source final : public management_source {
                         {{"a", 11, {"web"}, false, "1.2", "127.0.0.1:2551", "self"},
                          {"b", 12, {}, true, "1.2", "127.0.0.1:2552", "connected"}}};
   }
+  management_result<types_view> types() override { return types_view{{"cart", "room"}}; }
   management_result<shards_view> shards(const std::string& type) override {
     if (type != "cart") return management_error{management_errc::not_found, "no type " + type};
     shards_view v{"cart", 8, "b", {}};
-    shard_view s0{0, "a", 40, true, true, true, 3, 120, 2.5};
-    shard_view s5{5, "b", 41, true, false, false, 0, 0, std::nullopt};
+    shard_view s0{0, "a", 40, true, true, true, 3, 120, 2.5, {{"cart-7", 96}, {"cart-1", 16}}};
+    shard_view s5{5, "b", 41, true, false, false, 0, 0, std::nullopt, {}};
     v.shards = {s0, s5};
     return v;
   }
@@ -256,6 +257,11 @@ TEST_F(ManagementServer, ListsTheShardsOfATypeWithOwnersEpochsAndFigures) {
   EXPECT_EQ(shards[0].at("entities"), 3);
   EXPECT_EQ(shards[0].at("messages"), 120);
   EXPECT_EQ(shards[0].at("messages_per_second"), 2.5);
+  const auto& hot = shards[0].at("hot_keys").as_array();
+  ASSERT_EQ(hot.size(), 2u);
+  EXPECT_EQ(hot[0].at("id"), "cart-7");
+  EXPECT_EQ(hot[0].at("count"), 96);
+  EXPECT_TRUE(shards[1].at("hot_keys").is_null()) << "hot ids of a remote shard are unknown here";
   EXPECT_EQ(shards[1].at("owner"), "b");
   EXPECT_TRUE(shards[1].at("entities").is_null()) << "figures of a remote shard are unknown here";
   EXPECT_TRUE(shards[1].at("messages_per_second").is_null());
@@ -263,6 +269,45 @@ TEST_F(ManagementServer, ListsTheShardsOfATypeWithOwnersEpochsAndFigures) {
   const answer missing = get("/cluster/shards/room");
   EXPECT_EQ(missing.status, 404u);
   EXPECT_EQ(missing.error(), "no type room");
+}
+
+TEST_F(ManagementServer, ListsTheStartedTypes) {
+  const answer a = get("/cluster/types");
+  ASSERT_EQ(a.status, 200u) << a.body;
+  const auto v = a.json();
+  const auto& types = v.at("types").as_array();
+  ASSERT_EQ(types.size(), 2u);
+  EXPECT_EQ(types[0], "cart");
+  EXPECT_EQ(types[1], "room");
+  EXPECT_EQ(post("/cluster/types", std::string("Bearer ") + token).status, 405u);
+}
+
+TEST_F(ManagementServer, ServesTheDashboardAndItsFilesWithTheirContentTypes) {
+  for (const char* page :
+       {"/dashboard", "/dashboard/", "/dashboard/index.html", "/dashboard?type=cart"}) {
+    const answer a = get(page);
+    ASSERT_EQ(a.status, 200u) << page;
+    EXPECT_EQ(a.content_type, "text/html; charset=utf-8") << page;
+    EXPECT_NE(a.body.find("<title>Troupe dashboard</title>"), std::string::npos) << page;
+    EXPECT_NE(a.body.find("/dashboard/dashboard.js"), std::string::npos) << "names its script";
+  }
+  const answer js = get("/dashboard/dashboard.js");
+  ASSERT_EQ(js.status, 200u);
+  EXPECT_EQ(js.content_type, "text/javascript; charset=utf-8");
+  EXPECT_NE(js.body.find("/cluster/shards/"), std::string::npos);
+  const answer css = get("/dashboard/dashboard.css");
+  ASSERT_EQ(css.status, 200u);
+  EXPECT_EQ(css.content_type, "text/css; charset=utf-8");
+
+  for (const char* missing : {"/dashboard/nope.js", "/dashboard/..%2Findex.html", "/dashboard/a/b",
+                              "/dashboard/index.html/"}) {
+    const answer a = get(missing);
+    EXPECT_EQ(a.status, 404u) << missing;
+    EXPECT_EQ(a.content_type, "application/json") << missing;
+  }
+  const answer posted = post("/dashboard", std::string("Bearer ") + token);
+  EXPECT_EQ(posted.status, 405u);
+  EXPECT_EQ(posted.raw[http::field::allow], "GET");
 }
 
 TEST_F(ManagementServer, LocatesAnEntityByItsDecodedIdAndNamesItsEscapedPath) {

@@ -6,8 +6,10 @@
 ///     &registry); auto server = troupe::observability::management_server::start(
 ///         source, management_options{}.with_port(8558).with_bearer_token(token));
 ///
+/// GET  /dashboard                    the live dashboard (HTML; its files under /dashboard/)
 /// GET  /cluster/members              the members, with roles and reachability
-/// GET  /cluster/shards/<type>        per shard: owner, epoch, entities, messages, rate
+/// GET  /cluster/types                the sharded types started on this node
+/// GET  /cluster/shards/<type>        per shard: owner, epoch, entities, messages, rate, hot ids
 /// GET  /cluster/entities/<type>/<id> the entity's shard and owner, and whether it runs
 /// GET  /health/alive                 200 while the server serves
 /// GET  /health/ready                 200 when ready, 503 with the reason otherwise

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace troupe::observability {
@@ -72,6 +73,9 @@ struct shard_view {
   /// Messages per second since the previous read of this type's shards on this node, when one
   /// was made.
   std::optional<double> messages_per_second;
+  /// Its hottest entity ids of the last 30 to 60 seconds with their estimated message counts,
+  /// hottest first (a few at most; known only when local).
+  std::vector<std::pair<std::string, std::uint64_t>> hot_keys;
 };
 
 struct shards_view {
@@ -81,6 +85,12 @@ struct shards_view {
   std::string coordinator;
   /// Shards with an allocation or known to this node, by id.
   std::vector<shard_view> shards;
+};
+
+/// The sharded types started on this node.
+struct types_view {
+  /// Sorted by name.
+  std::vector<std::string> types;
 };
 
 /// Where one entity lives.
@@ -119,6 +129,8 @@ class management_source {
 
   /// The members of the cluster.
   [[nodiscard]] virtual management_result<members_view> members() = 0;
+  /// The sharded types started on this node.
+  [[nodiscard]] virtual management_result<types_view> types() = 0;
   /// The shards of a started type; management_errc::not_found for an unknown type.
   [[nodiscard]] virtual management_result<shards_view> shards(const std::string& type) = 0;
   /// Where the entity `id` of `type` lives (its shard, the shard's owner, whether it runs).

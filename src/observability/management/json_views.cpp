@@ -37,6 +37,8 @@ json::value to_json(const members_view& v) {
   return json::object{{"cluster", v.cluster}, {"self", v.self}, {"members", std::move(members)}};
 }
 
+json::value to_json(const types_view& v) { return json::object{{"types", strings(v.types)}}; }
+
 json::value to_json(const shards_view& v) {
   json::array shards;
   for (const auto& s : v.shards) {
@@ -50,10 +52,16 @@ json::value to_json(const shards_view& v) {
       o["resident"] = s.resident;
       o["entities"] = s.entities;
       o["messages"] = s.messages;
+      json::array hot;
+      for (const auto& [id, count] : s.hot_keys) {
+        hot.emplace_back(json::object{{"id", id}, {"count", count}});
+      }
+      o["hot_keys"] = std::move(hot);
     } else {
       o["resident"] = nullptr;
       o["entities"] = nullptr;
       o["messages"] = nullptr;
+      o["hot_keys"] = nullptr;
     }
     if (s.messages_per_second) {
       o["messages_per_second"] = *s.messages_per_second;

@@ -11,6 +11,7 @@
 namespace troupe::observability::management {
 
 [[nodiscard]] boost::json::value to_json(const members_view& v);
+[[nodiscard]] boost::json::value to_json(const types_view& v);
 [[nodiscard]] boost::json::value to_json(const shards_view& v);
 /// With `path`: the actor path of the entity under its region, escaped as entity names are.
 [[nodiscard]] boost::json::value to_json(const entity_view& v);

@@ -7,6 +7,7 @@
 #include <troupe/core/actor.hpp>
 #include <troupe/observability/prometheus_text.hpp>
 
+#include "observability/management/dashboard_assets.hpp"
 #include "observability/management/json_views.hpp"
 
 #include <boost/json/object.hpp>
@@ -167,6 +168,24 @@ std::optional<reply> refuse_unauthorized(std::string_view authorization,
 
 routed immediate(reply r) { return routed{std::move(r), {}}; }
 
+/// The content type of a dashboard file, from its extension.
+std::string_view content_type_of(std::string_view name) {
+  const auto ends_with = [&](std::string_view ext) { return name.ends_with(ext); };
+  if (ends_with(".html")) return "text/html; charset=utf-8";
+  if (ends_with(".js")) return "text/javascript; charset=utf-8";
+  if (ends_with(".css")) return "text/css; charset=utf-8";
+  return "application/octet-stream";
+}
+
+/// The embedded dashboard file `name`, or 404.
+reply dashboard_file(std::string_view name) {
+  for (const auto& f : dashboard_files()) {
+    if (f.name == name)
+      return {200, std::string(content_type_of(name)), std::string(f.content), {}};
+  }
+  return error_reply(404, "no such dashboard file");
+}
+
 }  // namespace
 
 reply error_reply(unsigned status, std::string_view message) {
@@ -257,11 +276,22 @@ routed route(std::string_view method, std::string_view target, std::string_view 
               return reply{200, std::string(prometheus_text_content_type), std::move(*text), {}};
             }};
   }
+  if (is(0, "dashboard") && n <= 2) {
+    if (!get) return immediate(method_not_allowed("GET"));
+    // "/dashboard" and "/dashboard/" are the page; the page names its files absolutely, so
+    // both resolve them alike.
+    const bool page = n == 1 || segments[1].empty();
+    return immediate(dashboard_file(page ? "index.html" : segments[1]));
+  }
   if (!is(0, "cluster")) return immediate(error_reply(404, "no such endpoint"));
 
   if (n == 2 && is(1, "members")) {
     if (!get) return immediate(method_not_allowed("GET"));
     return {std::nullopt, [](management_source& s) { return answer(s.members()); }};
+  }
+  if (n == 2 && is(1, "types")) {
+    if (!get) return immediate(method_not_allowed("GET"));
+    return {std::nullopt, [](management_source& s) { return answer(s.types()); }};
   }
   if (n == 3 && is(1, "shards")) {
     if (!get) return immediate(method_not_allowed("GET"));
