@@ -23,6 +23,8 @@ packages=(
   # cluster: TLS for the transport (Boost.Asio SSL over OpenSSL); openssl makes test certificates;
   # etcd 3.4 holds the cluster's membership and shard ownership (tests start it with scripts/etcd.sh)
   libssl-dev openssl etcd-server
+  # observability: the dashboard's end-to-end test drives headless Chromium
+  chromium
 )
 
 # These two remove Boost 1.81 (libleatherman-dev conflicts with it) and pull in Boost 1.74:
