@@ -181,6 +181,33 @@ TEST_F(ClusterManagementSource, NamesTheOwnerAndEpochOfEveryShardOnBothNodes) {
   EXPECT_EQ(unknown.error().code, management_errc::not_found);
 }
 
+TEST_F(ClusterManagementSource, ListsItsTypesAndNamesTheHotIdOfALocalShard) {
+  const auto types = source_->types();
+  ASSERT_TRUE(types);
+  EXPECT_EQ(types->types, std::vector<std::string>{"visited"});
+
+  std::string hot;
+  for (int i = 0; i < 32 && hot.empty(); ++i) {
+    const auto e = source_->entity("visited", "user-" + std::to_string(i));
+    if (e && e->local) hot = e->id;
+  }
+  ASSERT_FALSE(hot.empty()) << "a hosts some of the 32 ids";
+  for (int i = 0; i < 640; ++i) a_->region.tell(visit{hot});
+  await_condition([&] { return count_->load() == 32 + 640; }, 10s, "the hot visits delivered");
+  const auto shards = source_->shards("visited");
+  ASSERT_TRUE(shards) << shards.error().message;
+  for (const auto& s : shards->shards) {
+    if (!s.local) {
+      EXPECT_TRUE(s.hot_keys.empty()) << s.shard << ": hot ids are known where the shard runs";
+    } else if (s.shard == sharding::shard_of(hot, num_shards)) {
+      ASSERT_FALSE(s.hot_keys.empty());
+      EXPECT_EQ(s.hot_keys.front().first, hot);
+      EXPECT_GT(s.hot_keys.front().second, 0u);
+      EXPECT_LE(s.hot_keys.size(), 3u);
+    }
+  }
+}
+
 TEST_F(ClusterManagementSource, LocatesAnEntityOnItsShardsOwner) {
   const auto shards = source_->shards("visited");
   ASSERT_TRUE(shards);
