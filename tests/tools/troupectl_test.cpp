@@ -3,6 +3,7 @@
 // until its shards have moved, the token, and each failure's exit code and message.
 #include <troupe/observability/management_server.hpp>
 
+#include "troupectl/json_fields.hpp"
 #include "troupectl/run.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -32,16 +33,19 @@ constexpr const char* token = "s3cret";
 class fake_source final : public obs::management_source {
  public:
   obs::management_result<obs::members_view> members() override {
-    return obs::members_view{"c1",
-                             "a",
-                             {{"a", 11, {"web", "api"}, false, "1.2", "127.0.0.1:2551", "self"},
-                              {"b", 12, {}, false, "1.2", "127.0.0.1:2552", "connected"}}};
+    obs::members_view v{"c1",
+                        "a",
+                        {{"a", 11, {"web", "api"}, false, "1.2", "127.0.0.1:2551", "self"},
+                         {"b", 12, {}, false, "1.2", "127.0.0.1:2552", "connected"}}};
+    std::lock_guard lock(mutex_);
+    if (leaving_ && gone_after_leave_) v.members.erase(v.members.begin());
+    return v;
   }
   obs::management_result<obs::shards_view> shards(const std::string& type) override {
     if (type != "cart")
       return obs::management_error{obs::management_errc::not_found, "no type " + type};
     std::lock_guard lock(mutex_);
-    if (leaving_ && owned_by_a_ > 0) --owned_by_a_;
+    if (leaving_ && !stuck_ && owned_by_a_ > 0) --owned_by_a_;
     obs::shards_view v{"cart", 8, "b", {}};
     for (troupe::sharding::shard_id s = 0; s < 4; ++s) {
       const bool on_a = s < owned_by_a_;
@@ -82,6 +86,10 @@ class fake_source final : public obs::management_source {
     return last_id_;
   }
   bool fail_rebalance_ = false;
+  /// After a leave, "a" drops out of the members at once.
+  bool gone_after_leave_ = false;
+  /// After a leave, "a" keeps its shards.
+  bool stuck_ = false;
 
  private:
   std::mutex mutex_;
@@ -224,6 +232,29 @@ TEST_F(troupectl_run, LeaveShowsTheShardsMovingAwayUntilNoneIsLeft) {
   EXPECT_EQ(v.at("shards_left"), 0);
 }
 
+TEST_F(troupectl_run, LeaveEndsWhenTheNodeHasLeftTheMembers) {
+  source_->gone_after_leave_ = true;
+  const outcome o = troupectl({"--token", token, "leave", "a", "--interval", "20ms"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.out, "node a left the members\n");
+}
+
+TEST_F(troupectl_run, LeaveGivesUpAfterWaitWithTheShardsLeft) {
+  source_->stuck_ = true;
+  const outcome o = troupectl(
+      {"--token", token, "leave", "a", "--type", "cart", "--interval", "20ms", "--wait", "200ms"});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("3/3 shards still on a"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("node a still owns 3 shard(s) after 200 ms (--wait)"), std::string::npos)
+      << o.err;
+}
+
+TEST_F(troupectl_run, LeaveNeedsTheToken) {
+  const outcome o = troupectl({"leave", "a"});
+  EXPECT_EQ(o.code, 4);
+  EXPECT_NE(o.err.find("missing bearer token"), std::string::npos) << o.err;
+}
+
 TEST_F(troupectl_run, LeaveRefusesWhenTheNodeAtTheUrlIsAnother) {
   const outcome o = troupectl({"--token", token, "leave", "b"});
   EXPECT_EQ(o.code, 1);
@@ -247,6 +278,16 @@ TEST_F(troupectl_run, RebalanceNeedsTheToken) {
   unsetenv("TROUPECTL_TOKEN");
   ASSERT_EQ(from_env.code, 0) << from_env.err;
   EXPECT_EQ(json::parse(from_env.out).at("status"), "rebalancing");
+}
+
+TEST(troupectl_hot_keys, NamesEachKeyWithItsFigureWhenTheShardCarriesThem) {
+  EXPECT_EQ(hot_keys_text(json::parse(R"({"shard":1})")), "-");
+  EXPECT_EQ(hot_keys_text(json::parse(R"({"hot_keys":[]})")), "-");
+  EXPECT_EQ(hot_keys_text(json::parse(R"({"hot_keys":["u1","u2"]})")), "u1, u2");
+  EXPECT_EQ(
+      hot_keys_text(json::parse(
+          R"({"hot_keys":[{"key":"u1","messages_per_second":12.25},{"id":"u2","count":3}]})")),
+      "u1 (12.2), u2 (3.0)");
 }
 
 // -- failures and their exit codes ---------------------------------------------------------------

@@ -2,6 +2,8 @@
 /// Lenient reads of the API's JSON: a missing or null field gives a default instead of an
 /// exception, so an older or newer node's answer still prints.
 
+#include "troupectl/render.hpp"
+
 #include <boost/json/value.hpp>
 
 #include <string>
@@ -32,6 +34,29 @@ inline double number(const boost::json::value& v, const char* key, double absent
   const auto* f = field(v, key);
   if (f == nullptr || !f->is_number()) return absent;
   return f->to_number<double>();
+}
+
+/// A shard's hot keys as "key (rate), ..." when it carries `hot_keys` (strings, or objects with
+/// a `key` or `id` and a figure); "-" otherwise.
+inline std::string hot_keys_text(const boost::json::value& shard) {
+  const auto* keys = field(shard, "hot_keys");
+  if (keys == nullptr || !keys->is_array()) return "-";
+  std::string out;
+  for (const auto& k : keys->as_array()) {
+    if (!out.empty()) out += ", ";
+    if (k.is_string()) {
+      out += std::string(k.as_string());
+      continue;
+    }
+    out += text(k, "key", text(k, "id", "?"));
+    for (const char* figure : {"messages_per_second", "rate", "messages", "count"}) {
+      if (const double n = number(k, figure); n >= 0) {
+        out += " (" + format_rate(n) + ")";
+        break;
+      }
+    }
+  }
+  return out.empty() ? "-" : out;
 }
 
 }  // namespace troupectl

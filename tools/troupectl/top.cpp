@@ -17,29 +17,6 @@ namespace json = boost::json;
 
 namespace {
 
-/// Hot keys as "key (rate)" when the shard carries `hot_keys`: strings, or objects with a key
-/// and a figure.
-std::string hot_keys(const json::value& shard) {
-  const auto* keys = field(shard, "hot_keys");
-  if (keys == nullptr || !keys->is_array()) return "-";
-  std::string out;
-  for (const auto& k : keys->as_array()) {
-    if (!out.empty()) out += ", ";
-    if (k.is_string()) {
-      out += std::string(k.as_string());
-      continue;
-    }
-    out += text(k, "key", text(k, "id", "?"));
-    for (const char* figure : {"messages_per_second", "rate", "messages", "count"}) {
-      if (const double n = number(k, figure); n >= 0) {
-        out += " (" + format_rate(n) + ")";
-        break;
-      }
-    }
-  }
-  return out.empty() ? "-" : out;
-}
-
 double rate_of(const json::value& s) { return number(s, "messages_per_second"); }
 
 /// The `limit` busiest shards: by rate, then by messages; unknown rates last.
@@ -91,7 +68,7 @@ void top(const context& c, const top_options& o) {
       table t({"SHARD", "OWNER", "MSG/S", "MESSAGES", "ENTITIES", "HOT KEYS"});
       for (const auto& s : busiest) {
         t.add({text(s, "shard"), text(s, "owner"), format_rate(rate_of(s)), text(s, "messages"),
-               text(s, "entities"), hot_keys(s)});
+               text(s, "entities"), hot_keys_text(s)});
       }
       t.print(c.out);
       c.out << std::flush;
