@@ -4,8 +4,9 @@
 Layers, lowest first: core < sharding < persistence < cluster < observability (shared/DESIGN.md).
 A file in include/troupe/<layer>/ or src/<layer>/ may include troupe/<other>/ only when <other> is
 the same layer or a lower one. The testkit (include/troupe/testkit/, src/testkit/) may include
-core; library code must never include the testkit, which is for tests only. Public headers must
-not include private headers from src/.
+core; library code must never include the testkit, which is for tests only. The command-line
+tools (tools/) sit above every layer: they may include any layer, never the testkit. Public headers
+must not include private headers from src/.
 
 Usage: check-layers.py [ROOT]     ROOT defaults to the repository holding this script.
 Prints one `file:line: message` per violation and exits 1 if there is any.
@@ -22,6 +23,8 @@ TESTKIT = "testkit"
 # What the testkit may include besides itself. Widen when it grows (an in-process cluster
 # needs cluster), but never let a layer include the testkit.
 TESTKIT_MAY_INCLUDE = {"core"}
+# tools/ (troupectl) is a client of the layers, not one of them.
+TOOLS = "tools"
 
 SOURCE_SUFFIXES = {".hpp", ".cpp", ".ipp", ".h", ".cc", ".hh"}
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
@@ -31,6 +34,8 @@ def allowed_targets(owner: str) -> set[str]:
     """Top-level folders under troupe/ that files of `owner` may include."""
     if owner == TESTKIT:
         return {TESTKIT} | TESTKIT_MAY_INCLUDE
+    if owner == TOOLS:
+        return set(LAYERS)
     return set(LAYERS[: LAYERS.index(owner) + 1])
 
 
@@ -43,6 +48,10 @@ def scanned_files(root: Path):
             for path in sorted(base.rglob("*")):
                 if path.is_file() and path.suffix in SOURCE_SUFFIXES:
                     yield path, owner, public
+    if (root / TOOLS).is_dir():
+        for path in sorted((root / TOOLS).rglob("*")):
+            if path.is_file() and path.suffix in SOURCE_SUFFIXES:
+                yield path, TOOLS, False
 
 
 def check_file(root: Path, path: Path, owner: str, public: bool) -> list[str]:

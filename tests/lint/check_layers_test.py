@@ -53,6 +53,14 @@ class CheckLayersTest(unittest.TestCase):
         self.assertEqual(result.returncode, 1, result.stdout)
         self.assertIn("include/troupe/core/bad.hpp:3:", result.stdout)
 
+    def test_lets_tools_include_any_layer_but_not_the_testkit(self):
+        write(self.root, "tools/ctl/main.cpp", "#include <troupe/cluster/node.hpp>\n")
+        self.assertEqual(run(self.root).returncode, 0)
+        write(self.root, "tools/ctl/bad.cpp", "#include <troupe/core/actor.hpp>\n#include <troupe/testkit/probe.hpp>\n")
+        result = run(self.root)
+        self.assertEqual(result.returncode, 1, result.stdout)
+        self.assertIn("tools/ctl/bad.cpp:2:", result.stdout)
+
     def test_rejects_library_code_including_the_testkit(self):
         write(self.root, "src/persistence/journal.cpp", '#include "troupe/testkit/probe.hpp"\n')
         result = run(self.root)
