@@ -4,6 +4,7 @@
 #include <troupe/persistence/persistence_extension.hpp>
 #include <troupe/persistence/remembered_in_store.hpp>
 
+#include "cluster/cluster_recorder.hpp"
 #include "cluster/cluster_state_reader.hpp"
 #include "cluster/coordination/coordination_keys.hpp"
 #include "cluster/coordination/coordinator_endpoint.hpp"
@@ -36,6 +37,8 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
   std::string address;
   std::shared_ptr<coordinator_directory> runners = std::make_shared<coordinator_directory>();
   untyped_ref endpoint;
+  untyped_ref rebalancer;
+  std::shared_ptr<cluster_recorder> metrics;  // null without options.metrics
   std::shared_ptr<placement_directory> placed_types = std::make_shared<placement_directory>();
   untyped_ref deliveries;
   std::shared_ptr<lease_keeper> keeper;
@@ -197,6 +200,7 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
       ro.settings.rebalance_interval = configured(options.rebalance_interval, "rebalance-interval");
       ro.settings.handoff_timeout = configured(options.handoff_timeout, "hand-off-timeout");
       ro.retry = options.retry;
+      ro.metrics = metrics;
       auto strategy =
           options.strategy ? options.strategy(s) : coord::make_hash_mod_regions_strategy();
       // Answers travel as the allocations every region watches.
@@ -277,6 +281,9 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
       spawn_options{"cluster-coordinators"},
       std::shared_ptr<const coordinator_directory>(s->runners));
   remote.expose(s->endpoint);
+  s->rebalancer = system.spawn_system_actor<rebalance_endpoint>(
+      spawn_options{"cluster-rebalance"}, std::shared_ptr<const coordinator_directory>(s->runners));
+  remote.expose(s->rebalancer);
   s->deliveries =
       delivery_endpoint::start(system, std::shared_ptr<const placement_directory>(s->placed_types));
   remote.expose(s->deliveries);
@@ -311,6 +318,10 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
   lo.ttl = s->options.lease_ttl;
   lo.margin = s->options.lease_margin;
   lo.standing = s->standing;
+  if (s->options.metrics) {
+    s->metrics = std::make_shared<cluster_recorder>(*s->options.metrics);
+    lo.on_renewed = [m = s->metrics](duration took) { m->lease_renewed(took); };
+  }
   std::weak_ptr<state> weak = s;
   s->keeper = lease_keeper::start(
       s->store, s->clock, lo,
@@ -322,6 +333,7 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
         if (!self) return;
         troupe::logger()->warn("cluster {}: {} fenced itself ({}): it hosts no shard any more",
                                self->options.cluster_name, self->options.node, to_string(why));
+        if (self->metrics) self->metrics->fenced(why);
         // After a complete hand-off this node's view holds every commit of its shards, so its
         // regions may go on passing on late arrivals to the new owners (docs/cluster.md,
         // "Leaving"); any other fence stops everything at once.
@@ -358,6 +370,7 @@ cluster_node::~cluster_node() {
   state_->members->stop();  // set by join(), on this thread's side of it
   state_->keeper->stop();
   state_->system->stop(state_->endpoint);
+  state_->system->stop(state_->rebalancer);
   delivery_endpoint::close(state_->deliveries);
 }
 
@@ -387,6 +400,20 @@ bool cluster_node::leads(const std::string& type_name) const {
 std::size_t cluster_node::hosting_regions(const std::string& type_name) const {
   auto runner = state_->runners->find(type_name);
   return runner ? runner->hosting_regions() : 0;
+}
+
+bool cluster_node::rebalance(const std::string& type_name) {
+  std::shared_ptr<members_view> view;
+  {
+    std::lock_guard lock(state_->mutex);
+    view = state_->members;
+  }
+  std::vector<std::string> addresses;
+  if (view) {
+    for (const auto& m : view->members()) addresses.push_back(m.address);
+  }
+  return ask_every_coordinator_to_rebalance(*state_->runners, *state_->remote, type_name, addresses,
+                                            state_->address);
 }
 
 std::future<cluster_state> cluster_node::read_state() const {

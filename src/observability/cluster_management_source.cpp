@@ -200,10 +200,16 @@ class cluster_source final : public management_source {
 
   management_result<void> rebalance(const std::string& type) override {
     if (auto missing = not_started(type)) return *missing;
-    return management_error{
-        management_errc::not_implemented,
-        "rebalancing a type on demand is not in the cluster API yet; its coordinator "
-        "rebalances every troupe.sharding.rebalance-interval"};
+    if (node_->fenced()) {
+      return management_error{management_errc::conflict,
+                              "this node has fenced itself: it takes part in no rebalance"};
+    }
+    if (!node_->rebalance(type)) {
+      // Started on the sharding but without a coordinator runner here (a proxy-only type).
+      return management_error{management_errc::conflict,
+                              "no coordinator of type '" + type + "' runs on this node"};
+    }
+    return {};
   }
 
  private:

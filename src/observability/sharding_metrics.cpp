@@ -1,6 +1,8 @@
 // Copies sharding's own counts into the registry on each collect (see the header).
 #include <troupe/observability/sharding_metrics.hpp>
 
+#include "observability/counter_advance.hpp"
+
 #include <exception>
 #include <vector>
 
@@ -11,11 +13,7 @@ namespace {
 constexpr std::size_t hot_keys_per_type = 10;
 constexpr std::size_t max_hot_keys = 100;
 
-/// Adds to `c` what `now` holds beyond `last` (all of `now` after a reset), and remembers it.
-void advance(counter& c, std::uint64_t& last, std::uint64_t now) {
-  c.add(now >= last ? now - last : now);
-  last = now;
-}
+using detail::advance;
 
 }  // namespace
 

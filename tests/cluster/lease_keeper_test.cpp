@@ -246,11 +246,11 @@ TEST_F(lease_keeper_test, revoke_fences_first_then_revokes_the_lease) {
 
 TEST_F(lease_keeper_test, refuses_a_ttl_below_two_seconds_and_a_margin_without_room) {
   store_ = std::make_shared<scripted_store>(io_.get_executor());
-  EXPECT_THROW(lease_keeper::start(store_, clock_, {1500ms, 500ms, nullptr}, {}, {}),
+  EXPECT_THROW(lease_keeper::start(store_, clock_, {1500ms, 500ms, nullptr, {}}, {}, {}),
                std::invalid_argument);
-  EXPECT_THROW(lease_keeper::start(store_, clock_, {3s, 2s, nullptr}, {}, {}),
+  EXPECT_THROW(lease_keeper::start(store_, clock_, {3s, 2s, nullptr, {}}, {}, {}),
                std::invalid_argument);
-  EXPECT_NO_THROW(lease_keeper::start(store_, clock_, {2s, 500ms, nullptr}, {}, {}));
+  EXPECT_NO_THROW(lease_keeper::start(store_, clock_, {2s, 500ms, nullptr, {}}, {}, {}));
 }
 
 // The keeper against the model of etcd, cut off from it: it fences at s + TTL - margin, while
@@ -264,7 +264,7 @@ TEST_F(lease_keeper_test, a_lost_store_fences_strictly_before_the_model_expires_
     fences_.clear();
     const time_point begin = clock_->now();
     auto keeper = lease_keeper::start(
-        node, clock_, {ttl, 500ms, nullptr}, [](std::error_code, lease_id) {},
+        node, clock_, {ttl, 500ms, nullptr, {}}, [](std::error_code, lease_id) {},
         [this](fence_reason why) { fences_.push_back(why); });
     poll();
     ASSERT_NE(keeper->lease(), 0);

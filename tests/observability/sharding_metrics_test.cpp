@@ -7,6 +7,7 @@
 #include <troupe/observability/sharding_metrics.hpp>
 #include <troupe/sharding/cluster_sharding.hpp>
 #include <troupe/testkit/deterministic.hpp>
+#include <troupe/testkit/metric_values.hpp>
 #include <troupe/testkit/test_probe.hpp>
 
 #include <gtest/gtest.h>
@@ -47,22 +48,10 @@ class sink final : public troupe::actor<int> {
 
 troupe::system_config config() { return troupe::system_config{}.with_workers(2); }
 
-const metric_family_snapshot* family(const metrics_snapshot& s, const std::string& name) {
-  for (const auto& f : s.families) {
-    if (f.name == name) return &f;
-  }
-  return nullptr;
-}
-
 /// The value of the child of `name` with these labels; nullopt when it is not exported.
 std::optional<double> value(const metrics_snapshot& s, const std::string& name,
                             const std::vector<std::string>& labels) {
-  const auto* f = family(s, name);
-  if (f == nullptr) return std::nullopt;
-  for (const auto& c : f->children) {
-    if (c.label_values == labels) return c.value;
-  }
-  return std::nullopt;
+  return troupe::testkit::metric_value(s, name, labels);
 }
 
 void visit_n(troupe::actor_ref<visit> region, const std::string& id, int n) {

@@ -733,6 +733,54 @@ TEST(Coordinator, RebalancesNeitherWhileAMemberLeavesNorWhileAHandOffOrWriteRuns
   EXPECT_EQ(s.strategy.rebalances, 1);
 }
 
+TEST(Coordinator, RebalancesOnRequestAtTheNextTickThatCanRunARoundWhateverTheInterval) {
+  coordinator_settings settings;
+  settings.rebalance_interval = 1h;
+  settings.handoff_timeout = 24h;
+  scripted s({5}, {id("b")}, settings);
+  EXPECT_TRUE(s.h.start({member("a"), member("b")}, {region("a"), region("b")},
+                        {allocation{5, id("a"), 60}, allocation{6, id("a"), 61}},
+                        {handoff{6, id("a"), id("b"), 61, 90, false}})
+                  .empty());
+  EXPECT_TRUE(s.h.c.handle(tick{t0}).empty()) << "the interval's round meets a hand-off";
+  // The operator asks; the hand-off still runs, so the request waits for it.
+  EXPECT_TRUE(s.h.c.handle(rebalance_requested{}).empty()) << "decided at a tick, not at once";
+  EXPECT_TRUE(s.h.c.handle(tick{t0 + 1s}).empty());
+  EXPECT_EQ(s.strategy.rebalances, 0);
+  EXPECT_TRUE(s.h.c.handle(handoff_deleted{101, 6}).empty());
+  const auto begins = only<begin_handoffs>(s.h.c.handle(tick{t0 + 2s}));
+  ASSERT_EQ(begins.size(), 1U) << "an hour before the interval's next round";
+  EXPECT_EQ(s.strategy.rebalances, 1);
+  // The request is spent: once the move ends, no round runs until the interval or another ask.
+  EXPECT_TRUE(s.h.c.handle(write_committed{begins[0].id, 130}).empty());
+  EXPECT_TRUE(s.h.c.handle(handoff_deleted{131, 5}).empty());
+  EXPECT_TRUE(s.h.c.handle(tick{t0 + 3s}).empty());
+  EXPECT_EQ(s.strategy.rebalances, 1);
+  EXPECT_TRUE(s.h.c.handle(rebalance_requested{}).empty());
+  EXPECT_TRUE(s.h.c.handle(tick{t0 + 4s}).empty()) << "the strategy names nothing more";
+  EXPECT_EQ(s.strategy.rebalances, 2);
+}
+
+TEST(Coordinator, IgnoresARebalanceRequestBeforeItDecides) {
+  coordinator_settings settings;
+  settings.rebalance_interval = 1h;
+  scripted s({}, {id("b")}, settings);
+  EXPECT_TRUE(s.h.c.handle(rebalance_requested{}).empty()) << "not elected";
+  EXPECT_EQ(s.h.c.handle(elected{coord_key}), decisions{read_state{}});
+  EXPECT_TRUE(s.h.c.handle(rebalance_requested{}).empty()) << "elected, the state not read yet";
+  EXPECT_TRUE(s.h.c
+                  .handle(state_read{100,
+                                     {member("a"), member("b")},
+                                     {region("a"), region("b")},
+                                     {allocation{5, id("a"), 60}},
+                                     {}})
+                  .empty());
+  EXPECT_TRUE(s.h.c.handle(tick{t0}).empty());
+  EXPECT_EQ(s.strategy.rebalances, 1) << "a term's first tick runs a round";
+  EXPECT_TRUE(s.h.c.handle(tick{t0 + 1s}).empty());
+  EXPECT_EQ(s.strategy.rebalances, 1) << "no request was kept for a later tick";
+}
+
 TEST(Coordinator, RereadsWhenAHandOffWriteFailsOrItsOutcomeIsUnknown) {
   // Each of begin, commit and abort, failed and unknown: the shard is freed and the state read.
   for (const bool unknown : {false, true}) {

@@ -41,6 +41,7 @@ class fake_source final : public obs::management_source {
     if (leaving_ && gone_after_leave_) v.members.erase(v.members.begin());
     return v;
   }
+  obs::management_result<obs::types_view> types() override { return obs::types_view{{"cart"}}; }
   obs::management_result<obs::shards_view> shards(const std::string& type) override {
     if (type != "cart")
       return obs::management_error{obs::management_errc::not_found, "no type " + type};
@@ -49,8 +50,8 @@ class fake_source final : public obs::management_source {
     obs::shards_view v{"cart", 8, "b", {}};
     for (troupe::sharding::shard_id s = 0; s < 4; ++s) {
       const bool on_a = s < owned_by_a_;
-      obs::shard_view view{s,     on_a ? "a" : "b", 40 + s,      true, on_a, on_a,
-                           2 + s, 100 * (s + 1),    std::nullopt};
+      obs::shard_view view{s,     on_a ? "a" : "b", 40 + s,       true, on_a, on_a,
+                           2 + s, 100 * (s + 1),    std::nullopt, {}};
       if (on_a) view.messages_per_second = 10.0 * (s + 1);
       v.shards.push_back(view);
     }

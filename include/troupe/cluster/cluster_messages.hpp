@@ -29,6 +29,13 @@ struct home_request_message {
 };
 BOOST_DESCRIBE_STRUCT(home_request_message, (), (type, node, incarnation, shard))
 
+/// An operator's request for a rebalance of `type` now, sent to the coordinator endpoint of every
+/// member (only the leader's runner acts on it).
+struct rebalance_request_message {
+  std::string type;
+};
+BOOST_DESCRIBE_STRUCT(rebalance_request_message, (), (type))
+
 /// A message for an entity of `type`, sent by one node's region to the delivery endpoint of the
 /// node that owns the entity's shard at `epoch` (as the sender knows it); or a flush marker.
 /// The entity's message travels under its own manifest, encoded once, straight into the frame:
@@ -97,6 +104,7 @@ namespace troupe::cluster {
 /// Registers the cluster's own messages (manifests `troupe.cluster.*`).
 inline void add_cluster_messages(message_registry& registry) {
   registry.add<home_request_message>("troupe.cluster.home_request");
+  registry.add<rebalance_request_message>("troupe.cluster.rebalance_request");
   registry.add<sharded_delivery>("troupe.cluster.sharded_delivery");
 }
 

@@ -23,6 +23,7 @@
 #include <troupe/cluster/remote_node.hpp>
 #include <troupe/core/actor_system.hpp>
 #include <troupe/core/clock.hpp>
+#include <troupe/core/metrics.hpp>
 #include <troupe/sharding/cluster_sharding.hpp>
 #include <troupe/sharding/coordination/allocation_strategy.hpp>
 #include <troupe/sharding/coordination/cluster_view.hpp>
@@ -74,6 +75,10 @@ struct cluster_node_options {
   /// never hosts again: an application usually logs, alerts, and restarts the process (a new
   /// incarnation).
   std::function<void(const std::string& reason)> on_fenced;
+  /// Where the node records its cluster metrics (lease renewals, self-fences, and per type the
+  /// coordinator's allocations, hand-offs and rebalance rounds: docs/observability.md); null
+  /// records none.
+  std::shared_ptr<metrics_registry> metrics;
 
   cluster_node_options& with_cluster_name(std::string n) {
     cluster_name = std::move(n);
@@ -97,6 +102,10 @@ struct cluster_node_options {
   }
   cluster_node_options& with_handoff_timeout(duration d) {
     handoff_timeout = d;
+    return *this;
+  }
+  cluster_node_options& with_metrics(std::shared_ptr<metrics_registry> r) {
+    metrics = std::move(r);
     return *this;
   }
   cluster_node_options& with_leave_timeout(duration d) {
@@ -153,6 +162,12 @@ class cluster_node {
   /// actor_system::run_until_signal() calls it on SIGTERM or SIGINT and waits for it before the
   /// system shuts down.
   void leave(std::function<void(std::error_code)> done = {});
+  /// Asks the coordinator of `type_name`, on whichever node leads it, for a rebalance round now
+  /// instead of at the next `rebalance_interval`: it runs at the leader's next tick that finds no
+  /// hand-off in progress and no member leaving, with the type's allocation strategy (which may
+  /// move nothing). Returns false when the type is not started on this node. A leader elected
+  /// while the request travels does not get it; the operator asks again.
+  bool rebalance(const std::string& type_name);
 
   struct state;
 

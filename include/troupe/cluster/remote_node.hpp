@@ -51,6 +51,8 @@ struct remote_stats {
   std::uint64_t handshakes_refused = 0;  // by this node or its peers
   std::uint64_t peers_lost = 0;          // peers declared lost: unreachable, restarted or left
   std::uint64_t peers_unreachable = 0;   // connections dropped for silence or failed handshakes
+  std::uint64_t bytes_sent = 0;          // written to every stream, frames and headers included
+  std::uint64_t bytes_received = 0;      // read from every stream
 };
 
 /// What a node knows of its connection to another node (remote_node::peers()).
@@ -63,6 +65,13 @@ struct peer_status {
   /// The last connection fell silent, or none got through since it was asked for; a handshake
   /// clears it. An unreachable peer is not gone: in a cluster, only its member key decides that.
   bool unreachable = false;
+  /// Bytes written to it, over every connection so far.
+  std::uint64_t bytes_sent = 0;
+  /// Connections that completed a handshake (the first, then one per reconnect).
+  std::uint64_t connections = 0;
+  /// Messages waiting to be written to it now, and the bytes of those already encoded.
+  std::size_t queued_messages = 0;
+  std::size_t queued_bytes = 0;
 };
 
 class remote_node {

@@ -22,8 +22,8 @@ struct cluster_source_options {
 };
 
 /// A source over `node` and `sharding` (the node's system's). `metrics` may be null (then
-/// /metrics answers 404); it must outlive the source, and so must the system. Rebalancing a type
-/// on demand answers management_errc::not_implemented: the cluster has no such operation yet.
+/// /metrics answers 404); it must outlive the source, and so must the system. A rebalance asks
+/// the type's coordinator, wherever it leads, for a round now (cluster_node::rebalance).
 /// Where-is hashes the id as the default extractor does (shard_of); a type started with its own
 /// shard extractor (with_extract_shard_id) is not located correctly.
 [[nodiscard]] std::shared_ptr<management_source> make_cluster_management_source(

@@ -22,6 +22,29 @@ void coordinator_endpoint::receive(home_request_message& m) {
   }
 }
 
+void rebalance_endpoint::receive(rebalance_request_message& m) {
+  if (auto runner = runners_->find(m.type)) {
+    runner->request_rebalance();
+  }
+}
+
+bool ask_every_coordinator_to_rebalance(const coordinator_directory& runners, remote_node& remote,
+                                        const std::string& type,
+                                        const std::vector<std::string>& addresses,
+                                        const std::string& self_address) {
+  auto runner = runners.find(type);
+  if (!runner) return false;
+  runner->request_rebalance();
+  const rebalance_request_message m{type};
+  for (const auto& address : addresses) {
+    if (address == self_address) continue;
+    if (auto at = parse_node_address(address)) {
+      remote.ref_to<rebalance_request_message>(*at, rebalance_endpoint_path).tell(m);
+    }
+  }
+  return true;
+}
+
 home_request ask_every_coordinator(std::shared_ptr<const coordinator_directory> runners,
                                    remote_node& remote, std::string type,
                                    sharding::coordination::member_id self,

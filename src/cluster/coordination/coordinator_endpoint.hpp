@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace troupe::cluster {
 
@@ -35,6 +36,29 @@ class coordinator_endpoint final : public troupe::actor<home_request_message> {
 
   std::shared_ptr<const coordinator_directory> runners_;
 };
+
+/// The path of every node's rebalance endpoint.
+inline constexpr const char* rebalance_endpoint_path = "/system/cluster-rebalance";
+
+/// Hands an operator's rebalance request from another node to this node's runner of its type.
+class rebalance_endpoint final : public troupe::actor<rebalance_request_message> {
+ public:
+  explicit rebalance_endpoint(std::shared_ptr<const coordinator_directory> runners)
+      : runners_(std::move(runners)) {}
+
+ private:
+  void receive(rebalance_request_message& m) override;
+
+  std::shared_ptr<const coordinator_directory> runners_;
+};
+
+/// Asks the coordinator of `type` for a rebalance now: the local runner, and the endpoint of every
+/// member in `addresses` other than `self_address`. Returns false when this node does not run the
+/// type (it has no runner for it).
+bool ask_every_coordinator_to_rebalance(const coordinator_directory& runners, remote_node& remote,
+                                        const std::string& type,
+                                        const std::vector<std::string>& addresses,
+                                        const std::string& self_address);
 
 /// The home request of `placement`'s type on this node: the local runner, and every other
 /// member's endpoint over `remote` (addresses from the placement's view of the members).

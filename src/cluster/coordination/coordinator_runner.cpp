@@ -80,6 +80,14 @@ void coordinator_runner::request_home(coord::member_id requester, sharding::shar
   });
 }
 
+void coordinator_runner::request_rebalance() {
+  boost::asio::post(strand_, [weak = weak_from_this()] {
+    if (auto self = weak.lock(); self && !self->stopped_ && self->leading_) {
+      self->feed(coord::rebalance_requested{});
+    }
+  });
+}
+
 void coordinator_runner::stop() {
   if (stopped_.exchange(true)) return;
   boost::asio::post(strand_, [self = shared_from_this()] { self->halt(); });
@@ -193,6 +201,7 @@ void coordinator_runner::on_election_batch(const watch_batch& batch) {
 void coordinator_runner::lead() {
   leading_ = true;
   ++term_;
+  if (options_.metrics) options_.metrics->leading(options_.type, true);
   troupe::logger()->info("coordinator {}: {} leads (election key revision {})", options_.type,
                          options_.self.node, my_revision_.load());
   if (tick_timer_ == 0) tick();
@@ -203,6 +212,8 @@ void coordinator_runner::depose() {
   leading_ = false;
   ++term_;
   ++state_gen_;
+  handoff_began_.clear();
+  if (options_.metrics) options_.metrics->leading(options_.type, false);
   if (state_watch_) state_watch_->cancel();
   state_watch_.reset();
   feed(coord::deposed{});
@@ -225,13 +236,18 @@ void coordinator_runner::lose() {
 void coordinator_runner::feed(const coord::coordinator_event& event) {
   for (const auto& d : coordinator_.handle(event)) carry_out(d);
   hosting_regions_.store(coordinator_.hosting_regions());
+  if (options_.metrics) {
+    const auto rounds = coordinator_.rebalance_rounds();
+    options_.metrics->rebalance_rounds(options_.type, rounds - rounds_recorded_);
+    rounds_recorded_ = rounds;
+  }
 }
 
 void coordinator_runner::carry_out(const coord::coordinator_decision& decision) {
   if (std::holds_alternative<coord::read_state>(decision)) {
     read_state(term_);
   } else if (const auto* w = std::get_if<coord::write_allocations>(&decision)) {
-    write(w->id, allocation_txn(options_.cluster, options_.type, key_, *w));
+    write(w->id, allocation_txn(options_.cluster, options_.type, key_, *w), recorder_of(decision));
   } else if (const auto* a = std::get_if<coord::answer_home>(&decision)) {
     if (answers_) answers_(*a);
   } else if (const auto* b = std::get_if<coord::begin_handoffs>(&decision)) {
@@ -239,13 +255,16 @@ void coordinator_runner::carry_out(const coord::coordinator_decision& decision) 
                            options_.type, b->shards.size(), b->shards.front().shard,
                            b->shards.front().from.node, b->shards.front().to.node);
     write(b->id,
-          begin_handoffs_txn(options_.cluster, options_.type, key_, options_.self.incarnation, *b));
+          begin_handoffs_txn(options_.cluster, options_.type, key_, options_.self.incarnation, *b),
+          recorder_of(decision));
   } else if (const auto* c = std::get_if<coord::commit_handoff>(&decision)) {
-    write(c->id, commit_handoff_txn(options_.cluster, options_.type, key_, *c));
+    write(c->id, commit_handoff_txn(options_.cluster, options_.type, key_, *c),
+          recorder_of(decision));
   } else if (const auto* x = std::get_if<coord::abort_handoff>(&decision)) {
     troupe::logger()->warn("coordinator {}: aborting the hand-off of shard {}: {}", options_.type,
                            x->shard, x->reason);
-    write(x->id, abort_handoff_txn(options_.cluster, options_.type, key_, *x));
+    write(x->id, abort_handoff_txn(options_.cluster, options_.type, key_, *x),
+          recorder_of(decision));
   } else if (const auto* e = std::get_if<coord::strategy_error>(&decision)) {
     troupe::logger()->warn("coordinator {}: shard {}: {}", options_.type, e->shard, e->message);
   }
@@ -400,21 +419,50 @@ void coordinator_runner::on_state_batch(const watch_batch& batch) {
   }
 }
 
-void coordinator_runner::write(coord::write_id id, txn_request t) {
+void coordinator_runner::write(coord::write_id id, txn_request t,
+                               std::function<void(coordinator_runner&)> committed) {
   const std::uint64_t term = term_;
-  store_->txn(std::move(t), on_strand<txn_result>([term, id](coordinator_runner& self,
-                                                             std::error_code ec, txn_result r) {
-                // An outcome from an earlier term is the new term's read's business.
-                if (term != self.term_) return;
-                if (ec) {
-                  // Timed out or cut off: it may still commit.
-                  self.feed(coord::write_unknown{id});
-                } else if (!r.succeeded) {
-                  self.feed(coord::write_failed{id});
-                } else {
-                  self.feed(coord::write_committed{id, r.header_revision});
-                }
-              }));
+  auto done = [term, id, committed = std::move(committed)](coordinator_runner& self,
+                                                           std::error_code ec, txn_result r) {
+    // An outcome from an earlier term is the new term's read's business.
+    if (term != self.term_) return;
+    if (ec) {
+      // Timed out or cut off: it may still commit.
+      self.feed(coord::write_unknown{id});
+    } else if (!r.succeeded) {
+      self.feed(coord::write_failed{id});
+    } else {
+      if (committed) committed(self);
+      self.feed(coord::write_committed{id, r.header_revision});
+    }
+  };
+  store_->txn(std::move(t), on_strand<txn_result>(std::move(done)));
+}
+
+std::function<void(coordinator_runner&)> coordinator_runner::recorder_of(
+    const coord::coordinator_decision& decision) const {
+  if (!options_.metrics) return {};
+  return [decision](coordinator_runner& self) { self.record_commit(decision); };
+}
+
+void coordinator_runner::record_commit(const coord::coordinator_decision& decision) {
+  auto* m = options_.metrics.get();
+  const auto& type = options_.type;
+  if (const auto* w = std::get_if<coord::write_allocations>(&decision)) {
+    m->allocated(type, w->shards.size());
+  } else if (const auto* b = std::get_if<coord::begin_handoffs>(&decision)) {
+    m->handoffs(type, "begun", b->shards.size());
+    for (const auto& h : b->shards) handoff_began_[h.shard] = clock_->now();
+  } else if (const auto* c = std::get_if<coord::commit_handoff>(&decision)) {
+    m->handoffs(type, "completed", 1);
+    if (auto it = handoff_began_.find(c->shard); it != handoff_began_.end()) {
+      m->handoff_took(type, clock_->now() - it->second);
+      handoff_began_.erase(it);
+    }
+  } else if (const auto* x = std::get_if<coord::abort_handoff>(&decision)) {
+    m->handoffs(type, "aborted", 1);
+    handoff_began_.erase(x->shard);
+  }
 }
 
 void coordinator_runner::tick() {

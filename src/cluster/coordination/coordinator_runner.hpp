@@ -27,12 +27,15 @@
 #include <troupe/sharding/coordination/allocation_strategy.hpp>
 #include <troupe/sharding/coordination/coordinator.hpp>
 
+#include "cluster/cluster_recorder.hpp"
+
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/strand.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -57,6 +60,8 @@ struct coordinator_runner_options {
   /// How long to wait before repeating a request that failed (campaign, election read, state
   /// read).
   duration retry = std::chrono::milliseconds(500);
+  /// Where it records its allocations, hand-offs and rounds; null records nothing.
+  std::shared_ptr<cluster_recorder> metrics;
 };
 
 /// One type's coordinator on one node: election, feeding, and carrying out decisions.
@@ -76,6 +81,10 @@ class coordinator_runner : public std::enable_shared_from_this<coordinator_runne
   /// The region on `requester` asks where `shard` lives (ignored unless this node leads: the
   /// region asks again at its retry interval).
   void request_home(sharding::coordination::member_id requester, sharding::shard_id shard);
+
+  /// An operator asks for a rebalance round now (ignored unless this node leads; the round runs
+  /// at the next tick that finds no hand-off or write in progress).
+  void request_rebalance();
 
   /// Stops: cancels the watches and timers, feeds nothing more, and resigns (deletes its own
   /// election key while it carries the node's lease). The lease is left alone.
@@ -120,8 +129,15 @@ class coordinator_runner : public std::enable_shared_from_this<coordinator_runne
   void on_state(std::uint64_t term, revision at, std::vector<std::vector<key_value>> ranges);
   void watch_state(revision start);
   void on_state_batch(const watch_batch& batch);
-  /// Carries out one decided write; its outcome is fed back under `id`.
-  void write(sharding::coordination::write_id id, txn_request t);
+  /// Carries out one decided write; its outcome is fed back under `id`, after `committed` runs
+  /// (if the write committed).
+  void write(sharding::coordination::write_id id, txn_request t,
+             std::function<void(coordinator_runner&)> committed = {});
+  /// What write() runs when `decision` commits: record_commit, or nothing without metrics.
+  [[nodiscard]] std::function<void(coordinator_runner&)> recorder_of(
+      const sharding::coordination::coordinator_decision& decision) const;
+  /// Records a committed decision in the metrics (set).
+  void record_commit(const sharding::coordination::coordinator_decision& decision);
   void tick();
   void halt();
 
@@ -159,6 +175,9 @@ class coordinator_runner : public std::enable_shared_from_this<coordinator_runne
   std::unique_ptr<watch_handle> state_watch_;
   timer_id tick_timer_ = 0;
   std::set<timer_id> retry_timers_;
+  // For the metrics: when each hand-off this term began committed, and the rounds recorded.
+  std::map<sharding::shard_id, time_point> handoff_began_;
+  std::uint64_t rounds_recorded_ = 0;
 };
 
 }  // namespace troupe::cluster

@@ -158,7 +158,10 @@ void lease_keeper::on_renewal(std::error_code ec, duration ttl, time_point sent)
   }
   // Any other error (store unavailable, timeout) proves nothing; the deadline stands and the
   // next renewal goes out on schedule.
-  if (!ec) extend(sent, ttl);
+  if (!ec) {
+    extend(sent, ttl);
+    if (options_.on_renewed) options_.on_renewed(clock_->now() - sent);
+  }
   if (renewal_due_) send_renewal(lock);
 }
 

@@ -50,6 +50,9 @@ struct lease_keeper_options {
   /// Where the keeper publishes its deadline for the node's entities (it expires when the keeper
   /// fences); made on the keeper's clock. Null: the keeper makes its own.
   std::shared_ptr<troupe::detail::node_standing> standing;
+  /// Called with each renewal's round trip when its answer extends the lease (for the metrics);
+  /// under the keeper's lock, so it must be quick and must not call the keeper.
+  std::function<void(duration)> on_renewed;
 };
 
 /// Keeps one lease alive and fences the node when it cannot be sure the lease is.

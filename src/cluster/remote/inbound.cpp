@@ -36,6 +36,7 @@ void inbound::start() {
 
 void inbound::on_data(std::span<const std::byte> bytes) {
   if (closing_) return;
+  core_.counters.bytes_received.fetch_add(bytes.size(), std::memory_order_relaxed);
   const bool fed = decoder_.feed(bytes, [this](const wire::frame_view& f) {
     if (!closing_) on_frame(f);
   });

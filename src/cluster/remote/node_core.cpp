@@ -196,7 +196,8 @@ remote_stats node_core::stats() const {
   return remote_stats{get(counters.sent),           get(counters.received),
                       get(counters.frames_refused), get(counters.undecodable),
                       get(counters.overflows),      get(counters.refused),
-                      get(counters.peers_lost),     get(counters.peers_unreachable)};
+                      get(counters.peers_lost),     get(counters.peers_unreachable),
+                      get(counters.bytes_sent),     get(counters.bytes_received)};
 }
 
 std::vector<peer_status> node_core::peers() const {

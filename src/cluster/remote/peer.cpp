@@ -74,9 +74,13 @@ peer_status peer::status() {
   peer_status s;
   s.address = address_;
   s.incarnation = incarnation();
+  s.bytes_sent = bytes_sent_.load(std::memory_order_relaxed);
+  s.connections = connections_.load(std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
   s.connected = connected_;
   s.unreachable = unreachable_;
+  s.queued_messages = queue_.size() + staged_count_;
+  s.queued_bytes = staged_bytes_;
   return s;
 }
 
@@ -274,6 +278,8 @@ void peer::drop_staged_if(const std::function<bool(const outgoing&)>& fail, std:
 
 void peer::write(byte_buffer bytes) {
   writing_ = true;
+  bytes_sent_.fetch_add(bytes.size(), std::memory_order_relaxed);
+  core_->counters.bytes_sent.fetch_add(bytes.size(), std::memory_order_relaxed);
   stream_->async_write(std::move(bytes),
                        [self = shared_from_this(), gen = generation_](std::error_code ec) {
                          if (gen != self->generation_) return;
@@ -374,6 +380,7 @@ void peer::on_frame(const wire::frame_view& f) {
           unreachable_ = false;
           left_ = false;
         }
+        connections_.fetch_add(1, std::memory_order_relaxed);
         troupe::logger()->debug("remote: connected to {}", to_string(id));
         // The watches kept across a lost connection are placed again: the peer may have
         // dropped them (it does when it declared us lost), and a repeated one changes nothing.

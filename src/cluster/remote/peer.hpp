@@ -122,6 +122,8 @@ class peer : public std::enable_shared_from_this<peer> {
   std::shared_ptr<node_core> core_;
   node_address address_;
   std::atomic<std::uint64_t> incarnation_{0};
+  std::atomic<std::uint64_t> bytes_sent_{0};
+  std::atomic<std::uint64_t> connections_{0};
 
   // Guarded by mutex_ (user threads push, the I/O thread takes).
   std::mutex mutex_;

@@ -91,6 +91,7 @@ void coordinator::reset() {
   // A deposed node may see no tick for a long time: a stale time would time hand-offs out early.
   last_now_.reset();
   last_rebalance_.reset();
+  rebalance_wanted_ = false;  // a request was for the term it reached
   loads_.clear();
   // next_write_id_ keeps counting, so an outcome of a write from an earlier term never matches.
 }
@@ -373,11 +374,22 @@ void coordinator::on(const tick& e, out& o) {
     return;
   }
   reconcile(o);
-  if (last_rebalance_ && e.now - *last_rebalance_ < settings_.rebalance_interval) {
+  const bool due = !last_rebalance_ || e.now - *last_rebalance_ >= settings_.rebalance_interval;
+  if (!due && !rebalance_wanted_) {
     return;
   }
   last_rebalance_ = e.now;
-  rebalance(o);
+  if (rebalance(o)) {
+    rebalance_wanted_ = false;
+  }
+}
+
+void coordinator::on(const rebalance_requested&, out&) {
+  // Run at the next tick, not now: the tick reconciles first, so the round plans on a view with
+  // no shard waiting for a home.
+  if (deciding()) {
+    rebalance_wanted_ = true;
+  }
 }
 
 bool coordinator::may_host(const region_info& region) const {

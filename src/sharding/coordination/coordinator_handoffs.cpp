@@ -17,14 +17,15 @@ using detail::describe;
 using detail::find_region;
 using detail::remove_shard;
 
-void coordinator::rebalance(out& o) {
+bool coordinator::rebalance(out& o) {
   // One round at a time, and never during a leave: moves decided while others run, or while a
   // leaving member's shards go, would be planned on a view that is about to change.
   const bool leaving =
       std::any_of(members_.begin(), members_.end(), [](const auto& m) { return m.second.leaving; });
   if (!handoffs_.empty() || !busy_.empty() || leaving) {
-    return;
+    return false;
   }
+  ++rebalance_rounds_;
   auto view = hosting_view();
   std::vector<shard_id> shards;
   try {
@@ -32,7 +33,7 @@ void coordinator::rebalance(out& o) {
     shards = strategy_->rebalance(view, {});  // nothing is in progress, as checked above
   } catch (const std::exception& ex) {
     o.emplace_back(strategy_error{0, std::string("rebalance threw: ") + ex.what()});
-    return;
+    return true;  // a round ran and failed: asking again at once would throw again
   }
   std::vector<handoff_start> starts;
   std::set<shard_id> planned;
@@ -48,6 +49,7 @@ void coordinator::rebalance(out& o) {
     }
   }
   emit_handoffs(std::move(starts), o);
+  return true;
 }
 
 std::optional<handoff_start> coordinator::plan_move(const allocation& a,

@@ -69,6 +69,10 @@ class coordinator {
   /// known and holding the type's role); 0 unless it decides.
   [[nodiscard]] std::size_t hosting_regions() const;
 
+  /// Rebalance rounds run since it was made (a round the state of the cluster put off not
+  /// counted), for the metrics.
+  [[nodiscard]] std::uint64_t rebalance_rounds() const noexcept { return rebalance_rounds_; }
+
  private:
   // A write decided and not answered yet: the decision itself says what its commit changes.
   using pending_write =
@@ -98,6 +102,7 @@ class coordinator {
   void on(const write_unknown& e, out& o);
   void on(const tick& e, out& o);
   void on(const load_reported& e, out& o);
+  void on(const rebalance_requested& e, out& o);
 
   void reset();
   // Applies a change event unless a read covers it; returns whether it was applied.
@@ -106,7 +111,9 @@ class coordinator {
   void write_outcome_not_known(write_id id, out& o);
   void reconcile(out& o);
   void decide_handoffs(std::vector<region_view>& view, out& o);
-  void rebalance(out& o);
+  // Runs a round unless one cannot run now (hand-offs or writes in progress, a member leaving);
+  // returns whether it ran.
+  bool rebalance(out& o);
   // Gives the strategy each shard's rate: its owner's report, else the highest other one.
   void publish_loads();
   [[nodiscard]] bool may_host(const region_info& region) const;
@@ -150,6 +157,8 @@ class coordinator {
   write_id next_write_id_ = 1;
   std::optional<time_point> last_now_;  // the latest tick's time
   std::optional<time_point> last_rebalance_;
+  bool rebalance_wanted_ = false;  // an operator's request waits for a round that can run
+  std::uint64_t rebalance_rounds_ = 0;
   // The regions' latest load reports (advice: kept across reads, dropped with the member).
   std::map<member_id, std::vector<shard_load>> loads_;
 };

@@ -135,11 +135,16 @@ struct tick {
   time_point now{};
 };
 
+/// An operator asked for a rebalance now (the management API's POST /cluster/rebalance/<type>):
+/// the next tick runs a round whatever the rebalance interval, or the first tick after the
+/// hand-offs and writes in progress end. Ignored unless the coordinator decides.
+struct rebalance_requested {};
+
 /// Everything a coordinator is fed.
 using coordinator_event =
     std::variant<elected, deposed, state_read, member_put, member_deleted, region_put,
                  region_deleted, allocation_put, allocation_deleted, handoff_put, handoff_deleted,
                  shard_stopped, home_requested, write_committed, write_failed, write_unknown, tick,
-                 load_reported>;
+                 load_reported, rebalance_requested>;
 
 }  // namespace troupe::sharding::coordination
