@@ -449,16 +449,27 @@ std::future<cluster_state> cluster_node::read_state() const {
 
 namespace {
 
+/// Messages this node's remoting holds for other nodes and has not written yet.
+std::size_t queued_for_peers(const remote_node& remote) {
+  std::size_t n = 0;
+  for (const auto& p : remote.peers()) n += p.queued_messages;
+  return n;
+}
+
 /// After a complete leave, other regions whose view lags may still send here what they think
 /// this node hosts; its regions pass that on to the new owners. It waits until nothing has
-/// arrived for a moment, at most one lease TTL, before the node may stop.
+/// arrived for a moment and what was passed on has been written (the remoting drops what it
+/// still holds when it shuts down), at most one lease TTL, before the node may stop.
 void linger_while_arrivals_come(const cluster_node::state& s, const std::stop_token& stop) {
   using steady = std::chrono::steady_clock;
   constexpr auto quiet = std::chrono::milliseconds(250);
   const auto until = steady::now() + s.options.lease_ttl;
   auto received = s.remote->stats().messages_received;
   auto last_arrival = steady::now();
-  while (!stop.stop_requested() && steady::now() < until && steady::now() - last_arrival < quiet) {
+  auto lingering = [&] {
+    return steady::now() - last_arrival < quiet || queued_for_peers(*s.remote) > 0;
+  };
+  while (!stop.stop_requested() && steady::now() < until && lingering()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (const auto now = s.remote->stats().messages_received; now != received) {
       received = now;
