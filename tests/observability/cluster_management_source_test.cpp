@@ -16,6 +16,7 @@
 #include <troupe/testkit/test_probe.hpp>
 
 #include "cluster/support/io_thread.hpp"
+#include "observability/support/visited_member.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -44,72 +45,16 @@ using sharding::sharding_options;
 using troupe::testkit::await_condition;
 using troupe::testkit::dilated;
 
-struct visit {
-  std::string id;
-};
-BOOST_DESCRIBE_STRUCT(visit, (), (id))
-
-class visited final : public troupe::actor<visit> {
- public:
-  explicit visited(std::shared_ptr<std::atomic<int>> count) : count_(std::move(count)) {}
-
- private:
-  void receive(visit&) override { ++*count_; }
-  std::shared_ptr<std::atomic<int>> count_;
-};
+using test::member;
 
 constexpr std::uint32_t num_shards = 8;
-
-/// One node: its system and remoting on the memory network, joined, with "visited" started.
-struct member {
-  member(cluster::memory_network& net, cluster::in_process_etcd& etcd, cluster::test::io_thread& io,
-         const std::string& name, std::shared_ptr<std::atomic<int>> count)
-      : system(system_config{}.with_name(name).with_workers(2)) {
-    auto registry = std::make_shared<cluster::message_registry>();
-    cluster::add_cluster_messages(*registry);
-    registry->add<visit>("test.management.visit");
-    remote = std::make_unique<cluster::remote_node>(
-        system, cluster::remote_options{}
-                    .with_registry(registry)
-                    .with_transport([&net](boost::asio::any_io_executor ex) {
-                      return net.make_transport(std::move(ex));
-                    })
-                    .with_bind({name, 2550})
-                    .with_heartbeat(100ms, 600ms)
-                    .with_reconnect_backoff(20ms, 200ms));
-    auto options = cluster::cluster_node_options{}.with_node(name).with_lease_ttl(2s);
-    options.retry = 50ms;
-    node = cluster::cluster_node::join(system, cluster_sharding::get(system), *remote,
-                                       etcd.client(io.executor()), std::move(options));
-    node->joined().get();
-    region = cluster_sharding::get(system).start(
-        sharding_options<visit>::create()
-            .with_type_name("visited")
-            .with_entity<visited>(std::move(count))
-            .with_extract_entity_id([](const visit& v) { return v.id; })
-            .with_num_shards(num_shards));
-  }
-  ~member() {
-    node.reset();
-    remote->shutdown();
-    remote.reset();
-    system.terminate();
-    system.await_termination();
-  }
-  member(const member&) = delete;
-  member& operator=(const member&) = delete;
-
-  actor_system system;
-  std::unique_ptr<cluster::remote_node> remote;
-  std::shared_ptr<cluster::cluster_node> node;
-  actor_ref<visit> region;
-};
+using test::visit;
 
 class ClusterManagementSource : public ::testing::Test {
  protected:
   void SetUp() override {
-    a_ = std::make_unique<member>(net_, etcd_, io_, "a", count_);
-    b_ = std::make_unique<member>(net_, etcd_, io_, "b", count_);
+    a_ = std::make_unique<member>(net_, etcd_, io_, "a", count_, num_shards);
+    b_ = std::make_unique<member>(net_, etcd_, io_, "b", count_, num_shards);
     await_condition([&] { return a_->node->ready("visited") && b_->node->ready("visited"); }, 5s,
                     "both regions ready");
     await_condition(

@@ -19,6 +19,7 @@
 #include <troupe/testkit/test_probe.hpp>
 
 #include "cluster/support/io_thread.hpp"
+#include "observability/support/visited_member.hpp"
 
 #include <boost/describe/class.hpp>
 #include <gtest/gtest.h>
@@ -56,64 +57,8 @@ using troupe::testkit::dilated;
 constexpr const char* chromium = "/usr/bin/chromium";
 constexpr std::uint32_t num_shards = 48;
 
-struct visit {
-  std::string id;
-};
-BOOST_DESCRIBE_STRUCT(visit, (), (id))
-
-class visited final : public troupe::actor<visit> {
- public:
-  explicit visited(std::shared_ptr<std::atomic<int>> count) : count_(std::move(count)) {}
-
- private:
-  void receive(visit&) override { ++*count_; }
-  std::shared_ptr<std::atomic<int>> count_;
-};
-
-/// One node: its system and remoting on the memory network, joined, with "visited" started.
-struct member {
-  member(cluster::memory_network& net, cluster::in_process_etcd& etcd, cluster::test::io_thread& io,
-         const std::string& name, std::shared_ptr<std::atomic<int>> count)
-      : system(system_config{}.with_name(name).with_workers(2)) {
-    auto registry = std::make_shared<cluster::message_registry>();
-    cluster::add_cluster_messages(*registry);
-    registry->add<visit>("test.dashboard.visit");
-    remote = std::make_unique<cluster::remote_node>(
-        system, cluster::remote_options{}
-                    .with_registry(registry)
-                    .with_transport([&net](boost::asio::any_io_executor ex) {
-                      return net.make_transport(std::move(ex));
-                    })
-                    .with_bind({name, 2550})
-                    .with_heartbeat(100ms, 600ms)
-                    .with_reconnect_backoff(20ms, 200ms));
-    auto options = cluster::cluster_node_options{}.with_node(name).with_lease_ttl(2s);
-    options.retry = 50ms;
-    node = cluster::cluster_node::join(system, cluster_sharding::get(system), *remote,
-                                       etcd.client(io.executor()), std::move(options));
-    node->joined().get();
-    region = cluster_sharding::get(system).start(
-        sharding_options<visit>::create()
-            .with_type_name("visited")
-            .with_entity<visited>(std::move(count))
-            .with_extract_entity_id([](const visit& v) { return v.id; })
-            .with_num_shards(num_shards));
-  }
-  ~member() {
-    node.reset();
-    remote->shutdown();
-    remote.reset();
-    system.terminate();
-    system.await_termination();
-  }
-  member(const member&) = delete;
-  member& operator=(const member&) = delete;
-
-  actor_system system;
-  std::unique_ptr<cluster::remote_node> remote;
-  std::shared_ptr<cluster::cluster_node> node;
-  actor_ref<visit> region;
-};
+using test::member;
+using test::visit;
 
 /// The real source, with a gate on the reads of shards: hold_read(k) makes the k-th read from
 /// now wait until release() (or 30 s), so the test can change the cluster while the page waits.
@@ -241,7 +186,7 @@ class Dashboard : public ::testing::Test {
          "-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
     fs::create_directories(dir_);
     for (const char* name : {"a", "b", "c"}) {
-      nodes_[name] = std::make_unique<member>(net_, etcd_, io_, name, count_);
+      nodes_[name] = std::make_unique<member>(net_, etcd_, io_, name, count_, num_shards);
     }
     await_condition(
         [&] {
