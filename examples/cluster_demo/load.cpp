@@ -4,6 +4,7 @@
 #include <troupe/core/errc.hpp>
 
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -62,6 +63,9 @@ void count(failure_tally& t, reason r) {
       break;
   }
 }
+
+/// Asks sent in these phases have ended and been read back before the kill.
+bool before_kill(phase p) { return p == phase::steady || p == phase::join || p == phase::leave; }
 
 std::string cart_id(std::size_t i) {
   char id[32];
@@ -129,6 +133,8 @@ struct load::client {
     demo_clock::time_point sent_at{};
     demo_clock::time_point failed_at{};
     reason why = reason::other;
+    /// Read back before the kill (check_before_kill): whether the cart held the item then.
+    bool persisted_at_check = false;
   };
 
   explicit client(load& l) : owner(l) {}
@@ -175,6 +181,7 @@ struct load::client {
     ++c.in_flight;
     ++in_flight;
     const phase sent_in = owner.phase_.load();
+    ++in_flight_in[static_cast<std::size_t>(sent_in)];
     const auto sent_at = demo_clock::now();
     const std::uint64_t ask = next_ask++;
     young.insert(ask);
@@ -201,6 +208,7 @@ struct load::client {
       auto& c = carts[i];
       --c.in_flight;
       --in_flight;
+      --in_flight_in[static_cast<std::size_t>(sent_in)];
       young.erase(ask);
       if (e) {
         c.outcomes[static_cast<std::size_t>(seq - 1)] = outcome::failed;
@@ -235,6 +243,8 @@ struct load::client {
   std::vector<cart_record> carts;
   std::vector<failure> failures;
   std::size_t in_flight = 0;
+  /// Asks in flight by the phase they were sent in.
+  std::array<std::size_t, phase_count> in_flight_in{};
   /// The asks in flight that hold a window slot, and every ask sent within slot_hold, oldest
   /// first.
   std::unordered_set<std::uint64_t> young;
@@ -282,7 +292,8 @@ std::size_t load::activate_all(std::chrono::seconds patience) {
       .size();
 }
 
-void load::start() {
+void load::start(demo_clock::time_point t0) {
+  t0_ = t0;
   for (auto& c : clients_) c->thread = std::thread([c = c.get()] { c->run(); });
 }
 
@@ -302,8 +313,54 @@ void load::stop() {
   }
 }
 
-void load::killed(const std::string& node, const std::set<std::uint32_t>& shards) {
-  kill_at_ = demo_clock::now();
+std::size_t load::check_before_kill(std::chrono::seconds patience) {
+  const auto give_up = demo_clock::now() + settings_.ask_timeout + patience;
+  for (auto& c : clients_) {
+    std::unique_lock lock(c->mutex);
+    // Every ask ends by its timeout at the latest, and its callback wakes this wait.
+    c->wake.wait_until(lock, give_up, [&] {
+      for (std::size_t p = 0; p < phase_count; ++p) {
+        if (before_kill(static_cast<phase>(p)) && c->in_flight_in[p] != 0) return false;
+      }
+      return true;
+    });
+  }
+  // The carts with a failed ask sent before the kill phase. A get_cart goes behind the adds
+  // sent before it on the same path, so its answer shows whether each of them was delivered.
+  std::vector<std::string> ids;
+  std::vector<std::pair<client*, std::size_t>> where;
+  for (auto& c : clients_) {
+    std::lock_guard lock(c->mutex);
+    std::set<std::size_t> carts;
+    for (const auto& f : c->failures) {
+      if (before_kill(f.sent_in)) carts.insert(f.cart);
+    }
+    for (const std::size_t k : carts) {
+      ids.push_back(c->carts[k].id);
+      where.emplace_back(c.get(), k);
+    }
+  }
+  std::vector<std::size_t> all(ids.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return read_carts(
+             front_, ids, std::move(all),
+             [&](std::size_t i, const cart_contents& contents) {
+               auto [c, k] = where[i];
+               const std::set<std::int64_t> held(contents.item_seqs.begin(),
+                                                 contents.item_seqs.end());
+               std::lock_guard lock(c->mutex);
+               for (auto& f : c->failures) {
+                 if (f.cart != k || !before_kill(f.sent_in)) continue;
+                 f.persisted_at_check = held.count(f.seq) > 0;
+               }
+             },
+             patience)
+      .size();
+}
+
+void load::killed(const std::string& node, const std::set<std::uint32_t>& shards,
+                  demo_clock::time_point at) {
+  kill_at_ = at;
   for (auto& c : clients_) {
     std::lock_guard lock(c->mutex);
     c->kill_at = kill_at_;
@@ -339,17 +396,29 @@ ask_report load::report() const {
     std::lock_guard lock(c->mutex);
     for (const auto& f : c->failures) {
       const auto& r = c->carts[f.cart];
-      // Lost to the kill: the cart's shard was on the killed node, and the ask was still out
-      // at the kill or sent after it, before the last phase (by then every cart answers).
-      const bool to_killed =
-          c->kill_at && r.on_killed && f.failed_at >= *c->kill_at && f.sent_in != phase::settle;
+      // Lost to the kill: the cart's shard was on the killed node, and the ask was sent in the
+      // kill phase (every ask sent before it had ended and was read back before the kill).
+      const bool to_killed = c->kill_at && r.on_killed && f.sent_in == phase::kill;
       failure_tally& t = !to_killed                ? out.failed_graceful[f.sent_in]
                          : f.sent_at < *c->kill_at ? out.failed_in_flight_at_kill
                                                    : out.failed_after_kill;
       count(t, f.why);
-      if (r.persisted.size() >= static_cast<std::size_t>(f.seq) &&
-          r.persisted[static_cast<std::size_t>(f.seq - 1)]) {
+      // Asks of the phases before the kill count as delivered only if the cart held the item
+      // when it was read back before the kill: whatever c held then was lost with it.
+      const bool persisted = before_kill(f.sent_in)
+                                 ? f.persisted_at_check
+                                 : r.persisted.size() >= static_cast<std::size_t>(f.seq) &&
+                                       r.persisted[static_cast<std::size_t>(f.seq - 1)];
+      if (persisted) {
         ++t.persisted;
+      } else if (!to_killed && out.lost_examples.size() < 5) {
+        char text[160];
+        std::snprintf(text, sizeof text,
+                      "%s (shard %s) item %lld: sent in %s at +%.3f s, failed at +%.3f s",
+                      r.id.c_str(), r.shard ? std::to_string(*r.shard).c_str() : "?",
+                      static_cast<long long>(f.seq), name_of(f.sent_in), seconds(t0_, f.sent_at),
+                      seconds(t0_, f.failed_at));
+        out.lost_examples.emplace_back(text);
       }
     }
   }

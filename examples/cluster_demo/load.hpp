@@ -29,6 +29,7 @@ namespace cluster_demo {
 
 /// The demo's phases, in order; each ask is tagged with the phase it was sent in.
 enum class phase { steady, join, leave, kill, settle };
+inline constexpr std::size_t phase_count = 5;
 
 [[nodiscard]] const char* name_of(phase p);
 
@@ -72,6 +73,9 @@ struct ask_report {
   /// Failed asks to the killed node's carts sent after the kill, before those carts answered
   /// again (lost to the dead node, or refused while its shards had no new home).
   failure_tally failed_after_kill;
+  /// A few graceful-phase asks whose event never was persisted: cart, shard, when sent and
+  /// failed (seconds since t0, the driver's clock as the console prints it).
+  std::vector<std::string> lost_examples;
 };
 
 /// What the carts hold, read back after the run, against what was acknowledged.
@@ -100,8 +104,8 @@ class load {
   /// before the clock starts; returns how many never answered within `patience`.
   std::size_t activate_all(std::chrono::seconds patience);
 
-  /// Starts the client threads.
-  void start();
+  /// Starts the client threads; `t0` is the time the report counts from.
+  void start(demo_clock::time_point t0);
   void set_phase(phase p) { phase_.store(p); }
   [[nodiscard]] phase current_phase() const { return phase_.load(); }
   /// Stops sending and waits until every ask has ended.
@@ -111,9 +115,16 @@ class load {
   [[nodiscard]] std::int64_t acked() const { return acked_.load(); }
   [[nodiscard]] std::int64_t failed() const { return failed_.load(); }
 
-  /// `node` was killed now, holding `shards`: from now on the load waits for those carts to
-  /// answer again from another node.
-  void killed(const std::string& node, const std::set<std::uint32_t>& shards);
+  /// Before the kill: waits until every ask sent before the kill phase has ended, then reads
+  /// back each cart with a failed ask among them, so that what the join and the leave lost is
+  /// known before the kill can lose anything. Returns how many carts could not be read.
+  std::size_t check_before_kill(std::chrono::seconds patience);
+
+  /// `node` was killed at `at` (taken before the signal went), holding `shards`: from now on
+  /// the load waits for those carts to answer again from another node. An ask that fails from
+  /// `at` on may have been lost with the node, so it counts as the kill's.
+  void killed(const std::string& node, const std::set<std::uint32_t>& shards,
+              demo_clock::time_point at);
   /// The killed node's carts (those whose shard it held).
   [[nodiscard]] std::int64_t killed_carts() const { return killed_carts_.load(); }
   /// Those not yet acknowledged by another node since the kill.
@@ -139,6 +150,7 @@ class load {
   std::atomic<std::int64_t> killed_carts_{0};
   std::atomic<std::int64_t> killed_waiting_{0};
   demo_clock::time_point kill_at_{};
+  demo_clock::time_point t0_{};
 };
 
 }  // namespace cluster_demo

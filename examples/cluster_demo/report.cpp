@@ -103,6 +103,7 @@ bool print_summary(const summary& s) {
   t.row("shard moves seen", std::to_string(s.handoffs + s.failovers), "",
         std::to_string(s.handoffs) + " hand-offs, " + std::to_string(s.failovers) + " failovers");
 
+  for (const auto& e : s.asks.lost_examples) std::printf("  ! lost: %s\n", e.c_str());
   for (const auto& e : s.carts.examples) std::printf("  ! %s\n", e.c_str());
   for (const auto& e : s.duplicate_examples) std::printf("  ! %s\n", e.c_str());
   for (const auto& p : s.problems) std::printf("  ! %s\n", p.c_str());
