@@ -128,8 +128,13 @@ class cluster_source final : public management_source {
     entity_view v;
     v.type = type;
     v.id = id;
-    // The default extractor's shard; a type with its own shard extractor is not seen here.
-    v.shard = sharding::shard_of(id, region->num_shards);
+    // As the region maps it: the type's own shard extractor, or the id's hash.
+    try {
+      v.shard = sharding_.shard_for(type, id);
+    } catch (const std::exception& e) {
+      return management_error{management_errc::internal,
+                              "the shard of '" + id + "' is unknown: " + std::string(e.what())};
+    }
     const auto info = std::find_if(region->shards.begin(), region->shards.end(),
                                    [&](const sharding::shard_info& s) { return s.id == v.shard; });
     if (info != region->shards.end() && !info->owner.empty()) {

@@ -222,7 +222,8 @@ untyped_ref cluster_sharding::register_type(
     const std::string& type_name, const std::type_info& message_type,
     std::shared_ptr<const void> setup,
     const std::function<untyped_ref(actor_context&)>& spawn_region,
-    std::function<untyped_ref(shard_id)> (*make_shard_ref)(untyped_ref)) {
+    std::function<untyped_ref(shard_id)> (*make_shard_ref)(untyped_ref),
+    std::function<shard_id(const std::string&)> extract_shard_id, std::uint32_t num_shards) {
   std::lock_guard lock(mutex_);
   if (types_.count(type_name) != 0) {
     throw error(errc::invalid_config, "sharding type '" + type_name + "' is already started");
@@ -230,7 +231,8 @@ untyped_ref cluster_sharding::register_type(
   actor_context guardian(&detail::cell_of(sharding_guardian_));
   untyped_ref region = spawn_region(guardian);
   types_.emplace(type_name, started_type{region_handle{region, std::move(setup)}, &message_type,
-                                         make_shard_ref(region), nullptr, untyped_ref()});
+                                         make_shard_ref(region), nullptr, untyped_ref(),
+                                         std::move(extract_shard_id), num_shards});
   return region;
 }
 
@@ -367,6 +369,21 @@ std::shared_ptr<remembered_entities> cluster_sharding::make_memory(
                     "cluster, or call troupe::persistence::remember_entities_in_plugins(system)");
   }
   return made;
+}
+
+shard_id cluster_sharding::shard_for(const std::string& type_name,
+                                     const std::string& entity_id) const {
+  std::function<shard_id(const std::string&)> extract;
+  std::uint32_t num_shards = 0;
+  {
+    std::lock_guard lock(mutex_);
+    const started_type& t = started(type_name);
+    extract = t.shard_of_id;
+    num_shards = t.num_shards;
+  }
+  // The user's extractor runs outside the lock: it may be slow, or throw. Its shard ids may
+  // go past num-shards (they name shards, they are not taken modulo).
+  return extract ? extract(entity_id) : shard_of(entity_id, num_shards);
 }
 
 std::vector<std::string> cluster_sharding::type_names() const {

@@ -33,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -179,6 +180,34 @@ TEST_F(ClusterManagementSource, LocatesAnEntityOnItsShardsOwner) {
   if (never->local) {
     EXPECT_EQ(never->active, std::optional<bool>(false));
   }
+}
+
+TEST_F(ClusterManagementSource, LocatesAnEntityOfATypeWithItsOwnShardExtractor) {
+  // "by-room": the room number in the id is the shard, as the type's region routes it.
+  auto& sharding = cluster_sharding::get(a_->system);
+  auto rooms =
+      sharding.start(sharding_options<visit>::create()
+                         .with_type_name("by-room")
+                         .with_entity<test::visited>(count_)
+                         .with_extract_entity_id([](const visit& v) { return v.id; })
+                         .with_num_shards(num_shards)
+                         .with_extract_shard_id([](const std::string& id) {
+                           if (id.rfind("room-", 0) != 0) {
+                             throw std::invalid_argument("'" + id + "' names no room");
+                           }
+                           return static_cast<sharding::shard_id>(std::stoul(id.substr(5)));
+                         }));
+  await_condition([&] { return a_->node->ready("by-room"); }, 5s, "the by-room region ready");
+  rooms.tell(visit{"room-5"});
+  await_condition([&] { return count_->load() == 33; }, 10s, "the visit delivered");
+  const auto e = source_->entity("by-room", "room-5");
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(e->shard, 5U);
+  EXPECT_EQ(e->owner, "a") << "only a runs by-room";
+  EXPECT_EQ(e->active, std::optional<bool>(true));
+  const auto bad = source_->entity("by-room", "lobby");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("names no room"), std::string::npos) << bad.error().message;
 }
 
 TEST_F(ClusterManagementSource, IsReadyAndPassesARebalanceRequestOnForAStartedTypeOnly) {

@@ -2,7 +2,9 @@
 // One shard seen from outside: shard_ref_for answers for the shard across its passivation, and
 // each running shard reports its own figures (messages, mailbox depth, queue wait, batches).
 #include <troupe/core/actor_system.hpp>
+#include <troupe/core/errc.hpp>
 #include <troupe/sharding/cluster_sharding.hpp>
+#include <troupe/sharding/shard_id.hpp>
 #include <troupe/testkit/deterministic.hpp>
 
 #include <gtest/gtest.h>
@@ -10,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -127,6 +130,32 @@ TEST(ShardStats, QueueWaitIsMeasuredOnTheSystemClock) {
   ASSERT_EQ(stats.messages_processed, 10'000U);
   EXPECT_GT(stats.max_queue_wait, troupe::duration::zero());
   EXPECT_EQ(stats.entity_count, 100U);
+}
+
+TEST(ShardFor, MapsAnIdAsItsTypesRegionDoesWithTheHashOrTheTypesOwnExtractor) {
+  troupe::testkit::deterministic_system ds;
+  auto& sharding = cluster_sharding::get(ds.system());
+  sharding.start(sharding_options<note>::create()
+                     .with_type_name("hashed")
+                     .with_entity<noter>()
+                     .with_extract_entity_id(id_of)
+                     .with_num_shards(16));
+  sharding.start(
+      sharding_options<note>::create()
+          .with_type_name("by-tenant")
+          .with_entity<noter>()
+          .with_extract_entity_id(id_of)
+          .with_num_shards(4)
+          .with_extract_shard_id([](const std::string& id) -> troupe::sharding::shard_id {
+            if (id.rfind("tenant-", 0) != 0) throw std::invalid_argument("no tenant");
+            return static_cast<troupe::sharding::shard_id>(std::stoul(id.substr(7)));
+          }));
+  EXPECT_EQ(sharding.shard_for("hashed", "user:42"), troupe::sharding::shard_of("user:42", 16));
+  EXPECT_EQ(sharding.shard_for("by-tenant", "tenant-3"), 3U);
+  // Custom shard ids name shards: they are not taken modulo num-shards.
+  EXPECT_EQ(sharding.shard_for("by-tenant", "tenant-700"), 700U);
+  EXPECT_THROW((void)sharding.shard_for("by-tenant", "guest"), std::invalid_argument);
+  EXPECT_THROW((void)sharding.shard_for("never-started", "x"), troupe::error);
 }
 
 }  // namespace

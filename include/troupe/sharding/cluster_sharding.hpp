@@ -129,6 +129,10 @@ class cluster_sharding {
                                       duration timeout = std::chrono::seconds(3));
   /// Names of the started types.
   std::vector<std::string> type_names() const;
+  /// The shard of entity `entity_id` of a started type, as its region computes it (the type's
+  /// own shard extractor, or the id's hash). Throws troupe::error for a type not started
+  /// here, or what the type's extractor throws.
+  shard_id shard_for(const std::string& type_name, const std::string& entity_id) const;
 
   // -- the placement seam (the cluster layer sets it; tests may) -------------------------------
   /// Makes the placement of each type started from now on (types started before keep theirs),
@@ -164,6 +168,8 @@ class cluster_sharding {
     std::function<untyped_ref(shard_id)> shard_ref;  // builds a shard_ingress<M>
     const std::type_info* input_type = nullptr;      // In, when it is not M
     untyped_ref input;                               // the region's ref for In
+    std::function<shard_id(const std::string&)> shard_of_id;
+    std::uint32_t num_shards = 0;
   };
 
   template <class M>
@@ -185,7 +191,9 @@ class cluster_sharding {
   untyped_ref register_type(const std::string& type_name, const std::type_info& message_type,
                             std::shared_ptr<const void> setup,
                             const std::function<untyped_ref(actor_context&)>& spawn_region,
-                            std::function<untyped_ref(shard_id)> (*make_shard_ref)(untyped_ref));
+                            std::function<untyped_ref(shard_id)> (*make_shard_ref)(untyped_ref),
+                            std::function<shard_id(const std::string&)> extract_shard_id,
+                            std::uint32_t num_shards);
 
   actor_system& system_;
   mutable std::mutex mutex_;
@@ -288,7 +296,8 @@ actor_ref<In> cluster_sharding::start(sharding_options<M, In> options) {
           return untyped_ref(troupe::detail::intrusive_ptr<troupe::detail::actor_target>(
               new detail::shard_ingress<M>(r, shard), troupe::detail::adopt));
         };
-      });
+      },
+      setup->extract_shard_id, setup->settings.num_shards);
   if constexpr (same_type) {
     return ingress<M>(region_handle{std::move(region), std::move(setup)}, std::nullopt);
   } else {
