@@ -271,13 +271,26 @@ load::load(troupe::actor_ref<cart_command> front, load_settings settings)
 load::~load() { stop(); }
 
 std::size_t load::activate_all(std::chrono::seconds patience) {
-  std::vector<std::string> ids;
   std::vector<std::pair<client*, std::size_t>> where;
   for (auto& c : clients_) {
-    for (std::size_t k = 0; k < c->carts.size(); ++k) {
-      ids.push_back(c->carts[k].id);
-      where.emplace_back(c.get(), k);
-    }
+    for (std::size_t k = 0; k < c->carts.size(); ++k) where.emplace_back(c.get(), k);
+  }
+  return read_back(
+      where,
+      [](client& c, std::size_t k, const cart_contents& contents) {
+        c.carts[k].shard = contents.shard;
+      },
+      patience);
+}
+
+std::size_t load::read_back(
+    const std::vector<std::pair<client*, std::size_t>>& where,
+    const std::function<void(client&, std::size_t, const cart_contents&)>& answered,
+    std::chrono::seconds patience) {
+  std::vector<std::string> ids;
+  for (const auto& [c, k] : where) {
+    std::lock_guard lock(c->mutex);
+    ids.push_back(c->carts[k].id);
   }
   std::vector<std::size_t> all(ids.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
@@ -286,7 +299,7 @@ std::size_t load::activate_all(std::chrono::seconds patience) {
              [&](std::size_t i, const cart_contents& contents) {
                auto [c, k] = where[i];
                std::lock_guard lock(c->mutex);
-               c->carts[k].shard = contents.shard;
+               answered(*c, k, contents);
              },
              patience)
       .size();
@@ -327,7 +340,6 @@ std::size_t load::check_before_kill(std::chrono::seconds patience) {
   }
   // The carts with a failed ask sent before the kill phase. A get_cart goes behind the adds
   // sent before it on the same path, so its answer shows whether each of them was delivered.
-  std::vector<std::string> ids;
   std::vector<std::pair<client*, std::size_t>> where;
   for (auto& c : clients_) {
     std::lock_guard lock(c->mutex);
@@ -335,27 +347,17 @@ std::size_t load::check_before_kill(std::chrono::seconds patience) {
     for (const auto& f : c->failures) {
       if (before_kill(f.sent_in)) carts.insert(f.cart);
     }
-    for (const std::size_t k : carts) {
-      ids.push_back(c->carts[k].id);
-      where.emplace_back(c.get(), k);
-    }
+    for (const std::size_t k : carts) where.emplace_back(c.get(), k);
   }
-  std::vector<std::size_t> all(ids.size());
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-  return read_carts(
-             front_, ids, std::move(all),
-             [&](std::size_t i, const cart_contents& contents) {
-               auto [c, k] = where[i];
-               const std::set<std::int64_t> held(contents.item_seqs.begin(),
-                                                 contents.item_seqs.end());
-               std::lock_guard lock(c->mutex);
-               for (auto& f : c->failures) {
-                 if (f.cart != k || !before_kill(f.sent_in)) continue;
-                 f.persisted_at_check = held.count(f.seq) > 0;
-               }
-             },
-             patience)
-      .size();
+  return read_back(
+      where,
+      [](client& c, std::size_t k, const cart_contents& contents) {
+        const std::set<std::int64_t> held(contents.item_seqs.begin(), contents.item_seqs.end());
+        for (auto& f : c.failures) {
+          if (f.cart == k && before_kill(f.sent_in)) f.persisted_at_check = held.count(f.seq) > 0;
+        }
+      },
+      patience);
 }
 
 void load::killed(const std::string& node, const std::set<std::uint32_t>& shards,

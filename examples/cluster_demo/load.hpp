@@ -19,10 +19,12 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cluster_demo {
@@ -140,6 +142,13 @@ class load {
   struct client;
 
  private:
+  /// Reads back each cart `where` names (its client and index there) through the front,
+  /// calling `answered` with the client's lock held; returns how many never answered.
+  std::size_t read_back(
+      const std::vector<std::pair<client*, std::size_t>>& where,
+      const std::function<void(client&, std::size_t, const cart_contents&)>& answered,
+      std::chrono::seconds patience);
+
   troupe::actor_ref<cart_command> front_;
   load_settings settings_;
   std::vector<std::unique_ptr<client>> clients_;
