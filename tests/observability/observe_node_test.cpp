@@ -127,6 +127,8 @@ TEST(ObserveNode, ServesEveryLayersMetricsWhenTheConfigEnablesTheApi) {
   for (const char* family :
        {"troupe_shard_messages_total", "troupe_remote_messages_sent_total",
         "troupe_lease_renewal_seconds", "troupe_coordinator_leader{type=\"pinged\"} 1",
+        "troupe_ask_duration_seconds_bucket{outcome=\"replied\"", "troupe_passivations_total",
+        "troupe_shard_activations_total{type=\"pinged\"", "troupe_dead_letters_total",
         "troupe_shard_allocations_total{type=\"pinged\"}"}) {
     EXPECT_NE(text.find(family), std::string::npos) << family << " missing from\n" << text;
   }
