@@ -122,6 +122,13 @@ TEST(ObserveNode, ServesEveryLayersMetricsWhenTheConfigEnablesTheApi) {
                    .value_or(0) >= 1;
       },
       10s, "the coordinator allocated a shard");
+  // The pings reach their entities after the allocation: wait until a shard has counted some.
+  await_condition(
+      [&] {
+        return to_prometheus_text(n.registry->collect()).find("troupe_shard_activations_total{") !=
+               std::string::npos;
+      },
+      10s, "a shard started its first entity");
   const auto [status, text] = get(n.observed.server->port(), "/metrics");
   ASSERT_EQ(status, 200u) << text;
   for (const char* family :
