@@ -206,6 +206,39 @@ const std::string& actor_system::name() const noexcept { return impl_->config().
 const troupe::config& actor_system::config() const noexcept { return impl_->config().config; }
 troupe::clock& actor_system::clock() const noexcept { return impl_->clock(); }
 dead_letter_office& actor_system::dead_letters() noexcept { return impl_->dead_letters(); }
+
+void actor_system::record_metrics(std::shared_ptr<metrics_registry> registry) {
+  impl_->record_metrics(std::move(registry));
+}
+
+std::shared_ptr<metrics_registry> actor_system::recorded_metrics() const {
+  const auto* i = impl_->instruments();
+  return i == nullptr ? nullptr : i->registry;
+}
+
+void detail::system_impl::record_metrics(std::shared_ptr<metrics_registry> registry) {
+  std::lock_guard lock(instruments_mutex_);
+  if (!registry) {
+    instruments_.store(nullptr, std::memory_order_release);
+    return;
+  }
+  auto made = std::make_unique<runtime_instruments>();
+  // From 50 µs (a reply on the same node) to ~13 s (past the default ask timeouts).
+  auto& asks = registry->histogram_family(
+      "troupe_ask_duration_seconds",
+      "From an ask's start to its reply, its timeout or its failure, by outcome", {"outcome"},
+      exponential_buckets(0.00005, 2, 19));
+  made->ask_replied = &asks.with({"replied"});
+  made->ask_timed_out = &asks.with({"timed_out"});
+  made->ask_failed = &asks.with({"failed"});
+  made->registry = std::move(registry);
+  instruments_.store(made.get(), std::memory_order_release);
+  all_instruments_.push_back(std::move(made));
+}
+
+const detail::runtime_instruments* detail::instruments_of(const system_impl* system) noexcept {
+  return system == nullptr ? nullptr : system->instruments();
+}
 dead_letter_office& detail::dead_letters_of(system_impl& system) noexcept {
   return system.dead_letters();
 }

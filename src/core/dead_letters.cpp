@@ -2,6 +2,7 @@
 
 #include "troupe/core/actor.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 namespace troupe {
@@ -27,10 +28,25 @@ void dead_letter_office::unsubscribe_all() noexcept {
   dropped.swap(subscribers_);
 }
 
+std::vector<std::pair<std::error_code, std::uint64_t>> dead_letter_office::count_by_code() const {
+  std::lock_guard lock(mutex_);
+  return by_code_;
+}
+
 void dead_letter_office::publish(detail::envelope_base* e, std::string recipient,
                                  std::error_code code, std::string reason) noexcept {
   total_.fetch_add(1, std::memory_order_relaxed);
   try {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = std::find_if(by_code_.begin(), by_code_.end(),
+                             [&](const auto& c) { return c.first == code; });
+      if (it == by_code_.end()) {
+        by_code_.emplace_back(code, 1);
+      } else {
+        ++it->second;
+      }
+    }
     std::shared_ptr<detail::envelope_base> owned(e);
     if (owned->sender) owned->sender->notify_undelivered(code, reason);
     dead_letter d;

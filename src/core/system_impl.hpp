@@ -5,6 +5,7 @@
 #include <troupe/core/actor_system.hpp>
 #include <troupe/core/detail/actor_cell.hpp>
 #include <troupe/core/detail/ref_counted.hpp>
+#include <troupe/core/detail/runtime_instruments.hpp>
 
 #include "core/pending_asks.hpp"
 #include "core/scheduler.hpp"
@@ -55,6 +56,12 @@ class system_impl final : public ref_counted {
   [[nodiscard]] dead_letter_office& dead_letters() noexcept { return dead_letters_; }
   [[nodiscard]] boost::asio::io_context& io() noexcept { return io_; }
   [[nodiscard]] scheduler& sched() noexcept { return scheduler_; }
+  /// What the runtime records into now (null: nothing); see actor_system::record_metrics.
+  [[nodiscard]] const runtime_instruments* instruments() const noexcept {
+    return instruments_.load(std::memory_order_acquire);
+  }
+  void record_metrics(std::shared_ptr<metrics_registry> registry);
+
   /// The asks waiting for a reply; terminate() fails them.
   [[nodiscard]] pending_asks& asks() noexcept { return asks_; }
   [[nodiscard]] bool running() const noexcept {
@@ -85,6 +92,10 @@ class system_impl final : public ref_counted {
   intrusive_ptr<actor_cell> user_guardian_;
   intrusive_ptr<actor_cell> system_guardian_;
   std::array<std::mutex, 64> children_locks_;
+  std::atomic<const runtime_instruments*> instruments_{nullptr};
+  // Every set ever attached, freed with the system (a worker may still hold an older one).
+  std::mutex instruments_mutex_;
+  std::vector<std::unique_ptr<runtime_instruments>> all_instruments_;
   std::atomic<std::uint64_t> anonymous_counter_{0};
 
   // Extensions may create others while being created (recursive lock); ordered by creation so

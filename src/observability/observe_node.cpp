@@ -15,6 +15,7 @@ observed_node observe_node(std::shared_ptr<metrics_registry> registry, actor_sys
   auto configured = read_management_config(system.config());
   observed_node o;
   o.registry = registry;
+  o.runtime = std::make_unique<runtime_metrics>(system, registry);
   o.sharding = std::make_unique<sharding_metrics>(*registry, sharding, system);
   o.remote = std::make_unique<remote_metrics>(*registry, remote);
   if (management || configured.enabled) {

@@ -3,6 +3,8 @@
 // (std::future); timeouts on a manual clock; failing at once when the question cannot be answered.
 #include <troupe/core/actor_system.hpp>
 #include <troupe/core/async_actor.hpp>
+#include <troupe/core/metrics.hpp>
+#include <troupe/testkit/metric_values.hpp>
 #include <troupe/testkit/test_probe.hpp>
 
 #include <boost/asio/awaitable.hpp>
@@ -293,6 +295,41 @@ TEST(Ask, ACompletedAskCancelsItsTimeout) {
   ASSERT_EQ(reply.wait_for(dilated(3s)), std::future_status::ready);
   EXPECT_EQ(reply.get(), 4);
   EXPECT_EQ(t.clock->pending(), 0U);
+}
+
+// -- metrics --------------------------------------------------------------------------------------
+
+TEST(Ask, RecordsEachAsksDurationByOutcomeOnlyOnceARegistryIsAttached) {
+  manual_time t;
+  auto d = t.system.spawn<doubler>("doubler");
+  auto m = t.system.spawn<mute>("mute");
+  auto answer = [&](int n) {
+    auto reply = d.ask<int>(question{n}, 5s, troupe::use_future);
+    return reply.wait_for(dilated(3s)) == std::future_status::ready ? reply.get() : -1;
+  };
+  EXPECT_EQ(answer(1), 2);  // no registry yet: not recorded
+
+  auto registry = std::make_shared<troupe::metrics_registry>();
+  t.system.record_metrics(registry);
+  EXPECT_EQ(t.system.recorded_metrics(), registry);
+  EXPECT_EQ(answer(2), 4);
+  auto timed_out = m.ask<int>(question{3}, 2s, troupe::use_future);
+  t.clock->advance(2s);
+  EXPECT_EQ(failure_of(timed_out, t), errc::ask_timeout);
+  auto s = registry->collect();
+  using troupe::testkit::observations;
+  EXPECT_EQ(observations(s, "troupe_ask_duration_seconds", {"replied"}), 1U);
+  EXPECT_EQ(observations(s, "troupe_ask_duration_seconds", {"timed_out"}), 1U);
+  EXPECT_EQ(observations(s, "troupe_ask_duration_seconds", {"failed"}), 0U);
+  // On the system's clock: the timeout took the two seconds the test moved it by.
+  const auto* waited = troupe::testkit::find_child(s, "troupe_ask_duration_seconds", {"timed_out"});
+  ASSERT_NE(waited, nullptr);
+  EXPECT_EQ(waited->histogram.sum, 2.0);
+
+  t.system.record_metrics(nullptr);  // detached: no more observations
+  EXPECT_EQ(answer(3), 6);
+  s = registry->collect();
+  EXPECT_EQ(observations(s, "troupe_ask_duration_seconds", {"replied"}), 1U);
 }
 
 // -- failing at once ------------------------------------------------------------------------------

@@ -88,6 +88,32 @@ TEST(DeadLetters, CountsEveryUndeliveredMessage) {
   EXPECT_EQ(system.dead_letters().count(), before + 25);
 }
 
+TEST(DeadLetters, CountsEachReasonApartAndTheReasonsAddUpToTheTotal) {
+  actor_system system(small_config());
+  test_probe<int> probe(system);
+  test_probe<dead_letter> dead(system, "dead");
+  system.dead_letters().subscribe(dead.ref());
+  auto s = stopped_shop(system, probe, "shop");
+  const auto terminated_before = [&] {
+    for (const auto& [code, n] : system.dead_letters().count_by_code()) {
+      if (code == troupe::errc::recipient_terminated) return n;
+    }
+    return std::uint64_t{0};
+  }();
+
+  for (int i = 0; i < 3; ++i) s.tell(order{i});
+  for (int i = 0; i < 3; ++i) (void)dead.expect_message();
+  std::uint64_t sum = 0;
+  std::uint64_t terminated = 0;
+  for (const auto& [code, n] : system.dead_letters().count_by_code()) {
+    sum += n;
+    if (code == troupe::errc::recipient_terminated) terminated = n;
+  }
+  EXPECT_EQ(terminated, terminated_before + 3);
+  EXPECT_EQ(sum, system.dead_letters().count());
+  EXPECT_STREQ(troupe::to_string(troupe::errc::recipient_terminated), "recipient_terminated");
+}
+
 TEST(DeadLetters, EverySubscriberGetsEachLetterAndUnsubscribedOnesNoMore) {
   actor_system system(small_config());
   test_probe<int> probe(system);

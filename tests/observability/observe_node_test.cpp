@@ -122,11 +122,20 @@ TEST(ObserveNode, ServesEveryLayersMetricsWhenTheConfigEnablesTheApi) {
                    .value_or(0) >= 1;
       },
       10s, "the coordinator allocated a shard");
+  // The pings reach their entities after the allocation: wait until a shard has counted some.
+  await_condition(
+      [&] {
+        return to_prometheus_text(n.registry->collect()).find("troupe_shard_activations_total{") !=
+               std::string::npos;
+      },
+      10s, "a shard started its first entity");
   const auto [status, text] = get(n.observed.server->port(), "/metrics");
   ASSERT_EQ(status, 200u) << text;
   for (const char* family :
        {"troupe_shard_messages_total", "troupe_remote_messages_sent_total",
         "troupe_lease_renewal_seconds", "troupe_coordinator_leader{type=\"pinged\"} 1",
+        "troupe_ask_duration_seconds_bucket{outcome=\"replied\"", "troupe_passivations_total",
+        "troupe_shard_activations_total{type=\"pinged\"", "troupe_dead_letters_total",
         "troupe_shard_allocations_total{type=\"pinged\"}"}) {
     EXPECT_NE(text.find(family), std::string::npos) << family << " missing from\n" << text;
   }

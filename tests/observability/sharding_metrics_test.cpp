@@ -2,6 +2,7 @@
 // sharding_metrics: a node's sharding figures copied into a registry on each collect, as a
 // scrape of /metrics reads them.
 #include <troupe/core/actor_system.hpp>
+#include <troupe/core/config.hpp>
 #include <troupe/core/metrics.hpp>
 #include <troupe/observability/prometheus_text.hpp>
 #include <troupe/observability/sharding_metrics.hpp>
@@ -40,6 +41,31 @@ class page final : public troupe::actor<visit> {
  private:
   void receive(visit& /*unused*/) override { context().reply(1); }
 };
+
+struct knock {
+  std::string id;
+  bool leave = false;  // the entity asks to be passivated
+};
+std::string door_of(const knock& k) { return k.id; }
+
+/// Asks its shard to passivate it when a knock says so.
+class door final : public troupe::actor<knock> {
+  void receive(knock& k) override {
+    if (k.leave) troupe::sharding::request_passivation(self());
+  }
+};
+
+/// "door", all in shard 0, with `configure` applied.
+template <class F>
+troupe::actor_ref<knock> start_doors(troupe::actor_system& system, F configure) {
+  auto options = sharding_options<knock>::create()
+                     .with_type_name("door")
+                     .with_entity<door>()
+                     .with_extract_entity_id(door_of)
+                     .with_num_shards(1);
+  configure(options);
+  return cluster_sharding::get(system).start(std::move(options));
+}
 
 /// Ignores what it gets; stopped to make dead letters.
 class sink final : public troupe::actor<int> {
@@ -99,7 +125,9 @@ TEST(ShardingMetrics, CountsDeadLetters) {
   auto& sharding = cluster_sharding::get(system);
   metrics_registry registry;
   sharding_metrics metrics(registry, sharding, system);
-  const double before = value(registry.collect(), "troupe_dead_letters_total", {}).value_or(-1);
+  const std::vector<std::string> terminated{"recipient_terminated"};
+  const double before =
+      value(registry.collect(), "troupe_dead_letters_total", terminated).value_or(0);
 
   troupe::testkit::test_probe<int> probe(system);
   auto s = system.spawn<sink>("sink");
@@ -109,11 +137,79 @@ TEST(ShardingMetrics, CountsDeadLetters) {
   s.tell(1);
   s.tell(2);
   troupe::testkit::await_condition([&] { return system.dead_letters().count() >= 2; }, 3s);
-  // The counter holds the system's count: what it had before, and the two since.
+  // The counters hold the system's counts by reason: their sum is the system's count, and the
+  // two since came to a stopped actor.
   const auto after = registry.collect();
-  EXPECT_EQ(value(after, "troupe_dead_letters_total", {}),
-            static_cast<double>(system.dead_letters().count()));
-  EXPECT_GE(value(after, "troupe_dead_letters_total", {}).value_or(0), before + 2);
+  const auto* family = troupe::testkit::find_family(after, "troupe_dead_letters_total");
+  ASSERT_NE(family, nullptr);
+  ASSERT_EQ(family->label_names, std::vector<std::string>{"reason"});
+  double sum = 0;
+  for (const auto& child : family->children) sum += child.value;
+  EXPECT_EQ(sum, static_cast<double>(system.dead_letters().count()));
+  EXPECT_GE(value(after, "troupe_dead_letters_total", terminated).value_or(0), before + 2);
+  const std::string text = troupe::observability::to_prometheus_text(after);
+  EXPECT_NE(text.find("troupe_dead_letters_total{reason=\"recipient_terminated\"}"),
+            std::string::npos)
+      << text;
+}
+
+TEST(ShardingMetrics, CountsActivationsAndIdleAndRequestedPassivations) {
+  troupe::testkit::deterministic_system ds;
+  auto doors = start_doors(
+      ds.system(), [](auto& o) { o.with_passivation_idle(10s).with_shard_passivation_idle(1h); });
+  metrics_registry registry;
+  sharding_metrics metrics(registry, cluster_sharding::get(ds.system()), ds.system());
+  doors.tell(knock{"a"});
+  doors.tell(knock{"b"});
+  doors.tell(knock{"a"});
+  ds.run();
+  auto s = registry.collect();
+  EXPECT_EQ(value(s, "troupe_shard_activations_total", {"door", "0"}), 2.0);
+  EXPECT_EQ(value(s, "troupe_passivations_total", {"door", "idle"}), 0.0);
+
+  ds.advance(20s);  // both idle past passivation-idle
+  s = registry.collect();
+  EXPECT_EQ(value(s, "troupe_passivations_total", {"door", "idle"}), 2.0);
+  EXPECT_EQ(value(s, "troupe_shard_entities", {"door", "0"}), 0.0);
+
+  doors.tell(knock{"a", true});  // a new incarnation, which asks to go
+  ds.run();
+  s = registry.collect();
+  EXPECT_EQ(value(s, "troupe_shard_activations_total", {"door", "0"}), 3.0);
+  EXPECT_EQ(value(s, "troupe_passivations_total", {"door", "requested"}), 1.0);
+  EXPECT_EQ(value(s, "troupe_passivations_total", {"door", "idle"}), 2.0);
+  EXPECT_EQ(value(s, "troupe_passivations_total", {"door", "max_entities"}), 0.0);
+  EXPECT_EQ(value(s, "troupe_passivations_total", {"door", "shard_stopped"}), 0.0);
+}
+
+TEST(ShardingMetrics, CountsEvictionsOverMaxEntities) {
+  troupe::testkit::deterministic_system ds;
+  auto doors = start_doors(ds.system(), [](auto& o) { o.with_max_entities(1); });
+  metrics_registry registry;
+  sharding_metrics metrics(registry, cluster_sharding::get(ds.system()), ds.system());
+  for (const char* id : {"a", "b", "c"}) {
+    doors.tell(knock{id});
+    ds.run();
+  }
+  const auto s = registry.collect();
+  EXPECT_EQ(value(s, "troupe_shard_activations_total", {"door", "0"}), 3.0);
+  EXPECT_EQ(value(s, "troupe_passivations_total", {"door", "max_entities"}), 2.0);
+  EXPECT_EQ(value(s, "troupe_passivations_total", {"door", "idle"}), 0.0);
+}
+
+TEST(ShardingMetrics, CountsMessagesRefusedOverAFullBuffer) {
+  // A shard that starts holds at most buffer-size messages in its route meanwhile: with manual
+  // scheduling nothing starts it until run(), so the second and third tells overflow.
+  troupe::actor_system system(troupe::system_config{}.with_manual_scheduling().with_config(
+      troupe::config::parse_string("troupe.sharding.buffer-size = 1", "node.conf")));
+  auto doors = start_doors(system, [](auto& /*unused*/) {});
+  metrics_registry registry;
+  sharding_metrics metrics(registry, cluster_sharding::get(system), system);
+  for (int i = 0; i < 3; ++i) doors.tell(knock{"a"});
+  system.run_until_idle();
+  const auto s = registry.collect();
+  EXPECT_EQ(value(s, "troupe_buffer_overflows_total", {"door"}), 2.0);
+  EXPECT_EQ(value(s, "troupe_dead_letters_total", {"mailbox_full"}), 2.0);
 }
 
 TEST(ShardingMetrics, NamesTheHottestKeyAndTheTextParses) {

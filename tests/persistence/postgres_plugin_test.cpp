@@ -3,11 +3,13 @@
 // creating its schema is idempotent (also when several plugins start together), a version 1
 // schema is moved to the current one, two plugins over one schema (two nodes) never interleave a
 // journal and each sees the other's appends, fences, deletes and states despite its cache, a
-// write failing with an SQL error in a group fails alone, and a bad URL fails at open with a
-// clear error that does not show the password. The cases that need a server skip unless
-// TROUPE_PG_URL names one (scripts/test.sh starts one).
+// write failing with an SQL error in a group fails alone, the writer records its metrics, and a
+// bad URL fails at open with a clear error that does not show the password. The cases that need a
+// server skip unless TROUPE_PG_URL names one (scripts/test.sh starts one).
+#include <troupe/core/metrics.hpp>
 #include <troupe/persistence/errc.hpp>
 #include <troupe/persistence/postgres_plugin.hpp>
+#include <troupe/testkit/metric_values.hpp>
 
 #include "persistence/conformance/plugin_factories.hpp"
 #include "persistence/conformance/store_fixture.hpp"
@@ -231,6 +233,26 @@ TEST_F(PostgresPlugin, AWriteFailingWithAnSqlErrorFailsAloneInItsGroup) {
   for (auto& f : good) EXPECT_EQ(f.get(), 1U);
   EXPECT_EQ(journal.async_read({"good-39"}, use_future).get().size(), 1U);
   EXPECT_EQ(store->durable_state().async_get("s", use_future).get(), std::nullopt);
+}
+
+TEST_F(PostgresPlugin, RecordsEachWritesWaitAndEachGroupsSizeInTheRegistryItWasGiven) {
+  auto registry = std::make_shared<metrics_registry>();
+  auto store = open_postgres_plugin(
+      {.url = *postgres_url(), .schema = factory_.schema, .metrics = registry});
+  std::vector<std::future<sequence_nr>> pending;
+  for (int i = 0; i < 20; ++i) {
+    pending.push_back(store->journal().async_append(
+        {"m-" + std::to_string(i), 1, {value_of("e")}, 0, std::nullopt}, use_future));
+  }
+  for (auto& f : pending) EXPECT_EQ(f.get(), 1U);
+  // A write is recorded before its caller is completed: every completed write shows.
+  const auto s = registry->collect();
+  EXPECT_EQ(testkit::observations(s, "troupe_persistence_write_seconds", {"postgres"}), 20U);
+  const auto* groups = testkit::find_child(s, "troupe_persistence_group_size", {"postgres"});
+  ASSERT_NE(groups, nullptr);
+  EXPECT_EQ(groups->histogram.sum, 20.0);
+  EXPECT_GE(groups->histogram.count, 1U);
+  EXPECT_LE(groups->histogram.count, 20U);
 }
 
 TEST_F(PostgresPlugin, MovesAVersion1SchemaToTheCurrentOne) {

@@ -2,14 +2,17 @@
 // What only the SQLite plugin promises beyond the conformance suite: WAL mode, refusing files it
 // cannot use, moving a version 1 file to the current layout, seeing another process's writes to
 // the same file, finishing queued writes when closed, a refused write inside a group commit
-// leaving the others committed, and completions reaching a coroutine actor on its own executor.
+// leaving the others committed, completions reaching a coroutine actor on its own executor, and
+// the writer's metrics.
 #include <troupe/core/actor_system.hpp>
 #include <troupe/core/async_actor.hpp>
 #include <troupe/core/config.hpp>
+#include <troupe/core/metrics.hpp>
 #include <troupe/persistence/errc.hpp>
 #include <troupe/persistence/serialization/codec.hpp>
 #include <troupe/persistence/sqlite_config.hpp>
 #include <troupe/persistence/sqlite_plugin.hpp>
+#include <troupe/testkit/metric_values.hpp>
 #include <troupe/testkit/test_probe.hpp>
 
 #include <boost/asio/awaitable.hpp>
@@ -173,6 +176,32 @@ TEST(SqlitePlugin, FinishesQueuedWritesWhenClosed) {
   for (auto& f : pending) EXPECT_EQ(f.get(), 1U);
   auto store = tp::open_sqlite_plugin({.file = dir.file()});
   EXPECT_EQ(store->journal().async_highest_sequence_nr("p-99", use_future).get(), 1U);
+}
+
+TEST(SqlitePlugin, RecordsEachWritesWaitAndEachGroupsSizeInTheRegistryItWasGiven) {
+  temp_dir dir;
+  auto registry = std::make_shared<troupe::metrics_registry>();
+  auto store = tp::open_sqlite_plugin(
+      {.file = dir.file(), .durability = tp::sqlite_durability::normal, .metrics = registry});
+  // Queued together, so that the writer may take them in fewer groups; then one alone.
+  std::vector<std::future<tp::sequence_nr>> pending;
+  for (int i = 0; i < 20; ++i) {
+    pending.push_back(store->journal().async_append(
+        {"m-" + std::to_string(i), 1, {text("e")}, 0, std::nullopt}, use_future));
+  }
+  for (auto& f : pending) EXPECT_EQ(f.get(), 1U);
+  EXPECT_EQ(
+      store->journal().async_append({"m-0", 2, {text("f")}, 0, std::nullopt}, use_future).get(),
+      2U);
+  // A write is recorded before its caller is completed: every completed write shows.
+  const auto s = registry->collect();
+  EXPECT_EQ(troupe::testkit::observations(s, "troupe_persistence_write_seconds", {"sqlite"}), 21U);
+  const auto* groups = troupe::testkit::find_child(s, "troupe_persistence_group_size", {"sqlite"});
+  ASSERT_NE(groups, nullptr);
+  EXPECT_EQ(groups->histogram.sum, 21.0);  // every write in exactly one group
+  EXPECT_GE(groups->histogram.count, 2U);  // the last write came after the others completed
+  EXPECT_LE(groups->histogram.count, 21U);
+  EXPECT_EQ(store->stats().writes, 21U);
 }
 
 TEST(SqlitePlugin, ARefusedWriteInAGroupCommitLeavesTheOthersCommitted) {

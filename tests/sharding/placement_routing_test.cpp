@@ -320,6 +320,9 @@ TEST_P(PlacementRouting, AHomelessShardKeepsAtMostBufferSizeAndDeadLettersTheRes
     EXPECT_EQ(d.code, make_error_code(troupe::errc::mailbox_full));
     EXPECT_NE(d.reason.find("home"), std::string::npos) << d.reason;
   }
+  // Counted for the metrics (troupe_buffer_overflows_total): the two refused, whatever buffer
+  // refused them (the region's, or the shard's route).
+  EXPECT_EQ(cluster_sharding::get(f.system).state("noter").buffer_overflows, 2U);
   f.homes->place(f.shard, troupe::sharding::placed_here{1});
   f.system.run_until_idle();
   for (int i = 0; i < 3; ++i) EXPECT_EQ(f.out.expect_message(), i);  // the first three, in order
@@ -367,8 +370,18 @@ TEST_P(PlacementRouting, ARunningShardWhoseHomeGoesStopsAndItsNextMessagesWaitFo
   for (int i = 3; i < 6; ++i) f.region.tell(note{"a", i});
   f.system.run_until_idle();
   f.out.expect_no_message(1ms);
-  for (const auto& info : cluster_sharding::get(f.system).state("noter").shards) {
+  const auto stopped = cluster_sharding::get(f.system).state("noter");
+  for (const auto& info : stopped.shards) {
     EXPECT_FALSE(info.resident) << "shard " << info.id;
+  }
+  // Its one entity was passivated because its shard stopped, after one activation.
+  using troupe::sharding::passivation_cause;
+  EXPECT_EQ(stopped.passivations[static_cast<std::size_t>(passivation_cause::shard_stopped)], 1U);
+  EXPECT_EQ(stopped.passivations[static_cast<std::size_t>(passivation_cause::idle)], 0U);
+  for (const auto& info : stopped.shards) {
+    if (info.id == f.shard) {
+      EXPECT_EQ(info.activations, 1U);
+    }
   }
 
   // Allocated here again, at a later epoch: a new incarnation delivers what waited, in order.

@@ -3,9 +3,11 @@
 // each running shard reports its own figures (messages, mailbox depth, queue wait, batches).
 #include <troupe/core/actor_system.hpp>
 #include <troupe/core/errc.hpp>
+#include <troupe/core/metrics.hpp>
 #include <troupe/sharding/cluster_sharding.hpp>
 #include <troupe/sharding/shard_id.hpp>
 #include <troupe/testkit/deterministic.hpp>
+#include <troupe/testkit/metric_values.hpp>
 
 #include <gtest/gtest.h>
 
@@ -92,6 +94,26 @@ TEST(ShardRef, AnswersForItsShardAcrossThePassivationOfTheShardActor) {
 TEST(ShardRef, ForAnUnknownTypeIsAClearError) {
   troupe::testkit::deterministic_system ds;
   EXPECT_THROW((void)cluster_sharding::get(ds.system()).shard_ref_for("nope", 0), troupe::error);
+}
+
+TEST(ShardStats, SampledQueueWaitsGoToTheRegistryAttachedToTheSystem) {
+  troupe::testkit::deterministic_system ds;
+  auto noters = start_noters(ds.system());
+  for (int i = 0; i < 32; ++i) noters.tell(note{"before"});
+  ds.run();
+  auto registry = std::make_shared<troupe::metrics_registry>();
+  EXPECT_EQ(troupe::testkit::find_family(registry->collect(), "troupe_shard_queue_wait_seconds"),
+            nullptr);
+
+  ds.system().record_metrics(registry);
+  for (int i = 0; i < 64; ++i) noters.tell(note{"after"});
+  ds.run();
+  // 1 delivery in 16 carries its send time, counted by whoever sent it (the region, or a
+  // sender on the shard's route).
+  const auto sampled = troupe::testkit::observations(registry->collect(),
+                                                     "troupe_shard_queue_wait_seconds", {"noter"});
+  EXPECT_GE(sampled, 2U);
+  EXPECT_LE(sampled, 4U);
 }
 
 TEST(ShardStats, ABurstShowsAsMailboxDepthAndBatchesLargerThanOne) {

@@ -83,6 +83,8 @@ actor_cell& user_guardian(system_impl& impl);
 actor_cell& system_guardian(system_impl& impl);
 }  // namespace detail
 
+class metrics_registry;
+
 class actor_system {
  public:
   explicit actor_system(system_config config = {});
@@ -114,6 +116,16 @@ class actor_system {
   [[nodiscard]] const troupe::config& config() const noexcept;
   [[nodiscard]] troupe::clock& clock() const noexcept;
   [[nodiscard]] dead_letter_office& dead_letters() noexcept;
+
+  /// Records the runtime's hot-path figures into `registry` from now on; null stops recording.
+  /// They are troupe_ask_duration_seconds{outcome} (each ask, from its start to its reply,
+  /// timeout or failure, on the system's clock) and, for sharded types,
+  /// troupe_shard_queue_wait_seconds{type} (1 delivery in 16). Without a registry those paths
+  /// read no clock for it. The system keeps every registry it was given until it is destroyed.
+  void record_metrics(std::shared_ptr<metrics_registry> registry);
+  /// The registry given to record_metrics, or null.
+  [[nodiscard]] std::shared_ptr<metrics_registry> recorded_metrics() const;
+
   /// For sockets and other Asio I/O objects; run by the system's I/O thread.
   [[nodiscard]] boost::asio::io_context& io_context() noexcept;
 

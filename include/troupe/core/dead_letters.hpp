@@ -13,6 +13,7 @@
 #include <string>
 #include <system_error>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 namespace troupe {
@@ -58,6 +59,10 @@ class dead_letter_office {
     return total_.load(std::memory_order_relaxed);
   }
 
+  /// Dead letters so far by the code they were published with (their reason), in the order
+  /// each code first came. Counted under a lock: publishing is not a hot path.
+  [[nodiscard]] std::vector<std::pair<std::error_code, std::uint64_t>> count_by_code() const;
+
   /// INTERNAL: takes ownership of `e`; notifies its sender (failing an ask).
   void publish(detail::envelope_base* e, std::string recipient, std::error_code code,
                std::string reason) noexcept;
@@ -66,7 +71,8 @@ class dead_letter_office {
   void log_rate_limited(const dead_letter& d) noexcept;
 
   std::atomic<std::uint64_t> total_{0};
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
+  std::vector<std::pair<std::error_code, std::uint64_t>> by_code_;  // few codes: a list
   std::vector<actor_ref<dead_letter>> subscribers_;
   std::int64_t window_start_ms_ = 0;
   std::uint32_t logged_in_window_ = 0;

@@ -47,6 +47,10 @@ enum class errc {
   message_copy_failed,
 };
 
+/// The enumerator's name ("mailbox_full"), for labels and logs; "unknown" for a value outside
+/// the enum.
+[[nodiscard]] const char* to_string(errc e) noexcept;
+
 /// The `std::error_category` of troupe::errc.
 const std::error_category& error_category() noexcept;
 

@@ -26,20 +26,37 @@
 
 namespace troupe::observability {
 
+/// Has the system record its hot-path figures (ask durations, shard queue waits) into a registry
+/// while it lives: actor_system::record_metrics, undone when destroyed.
+class runtime_metrics {
+ public:
+  runtime_metrics(actor_system& system, std::shared_ptr<metrics_registry> registry)
+      : system_(system) {
+    system_.record_metrics(std::move(registry));
+  }
+  ~runtime_metrics() { system_.record_metrics(nullptr); }
+  runtime_metrics(const runtime_metrics&) = delete;
+  runtime_metrics& operator=(const runtime_metrics&) = delete;
+
+ private:
+  actor_system& system_;
+};
+
 /// What observe_node started; destroying it stops the server and unhooks the metrics (before
 /// the node, the remoting and the system go).
 struct observed_node {
   std::shared_ptr<metrics_registry> registry;
+  std::unique_ptr<runtime_metrics> runtime;
   std::unique_ptr<sharding_metrics> sharding;
   std::unique_ptr<remote_metrics> remote;
   /// Null when the management API is not enabled.
   std::unique_ptr<management_server> server;
 };
 
-/// Hooks the sharding and remoting metrics into `registry` and, when the system's config enables
-/// it (or `management` is given, which wins over the config), starts the management API over
-/// the node. Throws config_error for a bad `troupe.management` section, and what
-/// management_server::start throws when the address cannot be bound.
+/// Hooks the runtime's, the sharding's and the remoting's metrics into `registry` and, when the
+/// system's config enables it (or `management` is given, which wins over the config), starts the
+/// management API over the node. Throws config_error for a bad `troupe.management` section, and
+/// what management_server::start throws when the address cannot be bound.
 [[nodiscard]] observed_node observe_node(std::shared_ptr<metrics_registry> registry,
                                          actor_system& system, sharding::cluster_sharding& sharding,
                                          std::shared_ptr<cluster::cluster_node> node,

@@ -14,6 +14,10 @@
 #include <memory>
 #include <string>
 
+namespace troupe {
+class metrics_registry;
+}  // namespace troupe
+
 namespace troupe::persistence {
 
 /// Settings of the PostgreSQL plugin.
@@ -31,6 +35,9 @@ struct postgres_options {
   std::size_t max_queued = 65536;
   /// Shown in `pg_stat_activity.application_name` for the plugin's connections.
   std::string application_name = "troupe";
+  /// Where the writer records `troupe_persistence_write_seconds` and
+  /// `troupe_persistence_group_size` (labelled store="postgres"); null records nothing.
+  std::shared_ptr<metrics_registry> metrics{};
 };
 
 /// Connects (writer and readers), creates the schema and its tables when missing, and starts the

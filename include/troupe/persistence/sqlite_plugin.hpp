@@ -17,6 +17,10 @@
 #include <filesystem>
 #include <memory>
 
+namespace troupe {
+class metrics_registry;
+}  // namespace troupe
+
 namespace troupe::persistence {
 
 /// How much a commit waits for the disk.
@@ -41,6 +45,9 @@ struct sqlite_options {
   std::size_t max_queued = 65536;
   /// How long a statement waits for a lock held by another process on the same file.
   std::chrono::milliseconds busy_timeout{5000};
+  /// Where the writer records `troupe_persistence_write_seconds` and
+  /// `troupe_persistence_group_size` (labelled store="sqlite"); null records nothing.
+  std::shared_ptr<metrics_registry> metrics{};
 };
 
 /// Opens (or creates) the database and starts the writer and reader threads. Throws

@@ -6,6 +6,7 @@
 #include <troupe/sharding/shard_id.hpp>
 #include <troupe/sharding/shard_stats.hpp>
 
+#include <array>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -60,6 +61,37 @@ void request_passivation(const actor_ref<M>& self, S&& stop_message) {
           self});
 }
 
+/// Why a shard began to passivate an entity (troupe_passivations_total's `cause`).
+enum class passivation_cause : std::uint8_t {
+  /// It got no message for `passivation-idle`.
+  idle,
+  /// It was the least recently used beyond `max-entities`.
+  max_entities,
+  /// The entity asked for it (request_passivation).
+  requested,
+  /// Its shard stopped on this node: handed off or rebalanced, or its region or node stopping.
+  shard_stopped,
+};
+inline constexpr std::size_t passivation_cause_count = 4;
+
+/// "idle", "max_entities", "requested" or "shard_stopped".
+[[nodiscard]] constexpr const char* to_string(passivation_cause cause) noexcept {
+  switch (cause) {
+    case passivation_cause::idle:
+      return "idle";
+    case passivation_cause::max_entities:
+      return "max_entities";
+    case passivation_cause::requested:
+      return "requested";
+    case passivation_cause::shard_stopped:
+      return "shard_stopped";
+  }
+  return "unknown";
+}
+
+/// Passivations a region's shards began on this node, indexed by passivation_cause.
+using passivation_counts = std::array<std::uint64_t, passivation_cause_count>;
+
 /// One shard as introspection sees it.
 struct shard_info {
   shard_id id = 0;
@@ -78,6 +110,8 @@ struct shard_info {
   std::int64_t epoch = 0;
   /// Messages the region delivered to it, over all its incarnations.
   std::uint64_t messages_processed = 0;
+  /// Entities started in it on this node (activations), over all its incarnations.
+  std::uint64_t activations = 0;
   /// The current shard actor's own figures (all zero when not resident).
   shard_stats stats;
 };
@@ -100,6 +134,12 @@ struct region_state {
   std::size_t outstanding_peak = 0;
   /// Hottest entity ids of the recent window, hottest first (merged from the running shards).
   std::vector<std::pair<std::string, std::uint64_t>> hottest;
+  /// Passivations the region's shards began on this node since it started, by cause.
+  passivation_counts passivations{};
+  /// Messages refused (dead letters with errc::mailbox_full) because a buffer held
+  /// `buffer-size` messages already: the region's (shards without a home, or stopping), a
+  /// shard's route (shard starting), or a shard's (entity stopping). Since the region started.
+  std::uint64_t buffer_overflows = 0;
 };
 
 namespace detail {
@@ -136,6 +176,7 @@ struct deliver {
 /// Region to shard: the policy wants this entity stopped.
 struct passivate_entity {
   std::string entity_id;
+  passivation_cause cause = passivation_cause::idle;
 };
 /// Region to shard: the shard no longer lives here. Every entity stops after what its mailbox
 /// holds, then the shard stops.

@@ -6,6 +6,7 @@
 #include <troupe/persistence/detail/completion.hpp>
 #include <troupe/persistence/errc.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -47,6 +48,9 @@ class task {
   /// handler without an executor runs right here, and if it throws, ending the process beats
   /// leaving the rest of its group commit uncompleted.
   virtual void complete() noexcept = 0;
+
+  /// When the task was submitted, stamped only when its writer records metrics.
+  std::chrono::steady_clock::time_point submitted_at{};
 };
 
 /// The outcome of a write done in one go with others of its kind: its result (a sequence number,

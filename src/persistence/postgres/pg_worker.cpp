@@ -89,9 +89,12 @@ std::unique_ptr<write_task> make_upsert_task(state_write w, completion<revision_
 
 // -- writer ------------------------------------------------------------------
 
-writer::writer(session s, std::size_t max_batch, std::size_t max_queued)
+writer::writer(session s, std::size_t max_batch, std::size_t max_queued,
+               group_commit::group_metrics metrics)
     : session_(std::move(s)),
-      loop_("PostgreSQL store", max_batch, max_queued, [this](batch& b) { run_group(b); }) {}
+      loop_(
+          "PostgreSQL store", max_batch, max_queued, [this](batch& b) { run_group(b); },
+          std::move(metrics)) {}
 
 void writer::run_group(batch& b) {
   for (int attempt = 0;; ++attempt) {

@@ -110,7 +110,8 @@ std::unique_ptr<write_task> make_upsert_task(state_write w, completion<revision_
 class writer {
  public:
   /// Takes an opened session; `max_batch` bounds a group commit.
-  writer(session s, std::size_t max_batch, std::size_t max_queued);
+  writer(session s, std::size_t max_batch, std::size_t max_queued,
+         group_commit::group_metrics metrics = {});
   writer(const writer&) = delete;
   writer& operator=(const writer&) = delete;
 

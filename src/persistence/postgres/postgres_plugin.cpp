@@ -157,7 +157,8 @@ class postgres_plugin final : public plugin {
  public:
   explicit postgres_plugin(const postgres_options& o)
       // The writer first: it creates the schema the readers' statements need.
-      : writer_(open_writer(o), o.max_batch, o.max_queued),
+      : writer_(open_writer(o), o.max_batch, o.max_queued,
+                group_commit::group_metrics::of(o.metrics, "postgres")),
         readers_(open_readers(o)),
         journal_({writer_, readers_}),
         snapshots_({writer_, readers_}),

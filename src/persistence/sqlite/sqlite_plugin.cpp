@@ -143,7 +143,8 @@ class sqlite_plugin final : public plugin {
  public:
   explicit sqlite_plugin(const sqlite_options& o)
       // The writer first: it creates the file, switches it to WAL and creates the schema.
-      : writer_(open_writer(o), o.max_batch, o.max_queued),
+      : writer_(open_writer(o), o.max_batch, o.max_queued,
+                group_commit::group_metrics::of(o.metrics, "sqlite")),
         reader_(std::make_unique<connection>(o.file, true, o.busy_timeout)),
         journal_({writer_, reader_}),
         snapshots_({writer_, reader_}),

@@ -33,10 +33,13 @@ std::unique_ptr<write_task> make_append_task(append_request r, completion<sequen
 
 // -- writer ------------------------------------------------------------------
 
-writer::writer(std::unique_ptr<connection> c, std::size_t max_batch, std::size_t max_queued)
+writer::writer(std::unique_ptr<connection> c, std::size_t max_batch, std::size_t max_queued,
+               group_commit::group_metrics metrics)
     : connection_(std::move(c)),
       session_{*connection_, heads_},
-      loop_("SQLite store", max_batch, max_queued, [this](batch& b) { run_group(b); }) {}
+      loop_(
+          "SQLite store", max_batch, max_queued, [this](batch& b) { run_group(b); },
+          std::move(metrics)) {}
 
 void writer::run_group(batch& b) {
   // Savepoints cost two statements per write: take them only when a write failed mid-way.

@@ -47,7 +47,8 @@ std::unique_ptr<write_task> make_append_task(append_request r, completion<sequen
 class writer {
  public:
   /// Takes the connection; `max_batch` bounds a group commit, `max_queued` the writes waiting.
-  writer(std::unique_ptr<connection> c, std::size_t max_batch, std::size_t max_queued);
+  writer(std::unique_ptr<connection> c, std::size_t max_batch, std::size_t max_queued,
+         group_commit::group_metrics metrics = {});
   writer(const writer&) = delete;
   writer& operator=(const writer&) = delete;
 

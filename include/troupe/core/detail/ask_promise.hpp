@@ -6,6 +6,7 @@
 #include <troupe/core/detail/actor_target.hpp>
 #include <troupe/core/detail/message_convert.hpp>
 #include <troupe/core/detail/pending_ask.hpp>
+#include <troupe/core/detail/runtime_instruments.hpp>
 #include <troupe/core/errc.hpp>
 
 #include <boost/asio/associated_executor.hpp>
@@ -41,6 +42,9 @@ class ask_promise final : public pending_ask {
     // Both set before listing: terminate() may complete us as soon as we are listed.
     system_ = recipient_->owner();
     system_ref_ = keep_system_alive(system_);
+    // The clock is read for the latency only with a registry attached: none otherwise.
+    instruments_ = instruments_of(system_);
+    if (instruments_ != nullptr) started_ = clock_->now();
     if (list_ask(system_, *this)) return true;
     fail(make_error_code(errc::system_terminated),
          "ask to " + recipient_->path() + ": the actor system is shutting down");
@@ -76,7 +80,9 @@ class ask_promise final : public pending_ask {
   }
 
   void fail(std::error_code code, const std::string& what) noexcept {
-    complete(std::make_exception_ptr(error(code, what)), R{});
+    complete(
+        std::make_exception_ptr(error(code, what)), R{},
+        code == make_error_code(errc::ask_timeout) ? ask_outcome::timed_out : ask_outcome::failed);
   }
 
  private:
@@ -85,12 +91,12 @@ class ask_promise final : public pending_ask {
     try {
       value = convert_payload<R>(*e);
     } catch (...) {
-      complete(std::current_exception(), R{});
+      complete(std::current_exception(), R{}, ask_outcome::failed);
       delete e;
       return;
     }
     if (value) {
-      complete(nullptr, std::move(*value));
+      complete(nullptr, std::move(*value), ask_outcome::replied);
     } else {
       fail(make_error_code(errc::bad_reply_type),
            "ask to " + recipient_->path() + " expected a reply of type " + type_name(typeid(R)) +
@@ -110,8 +116,12 @@ class ask_promise final : public pending_ask {
     if (id != 0) clock_->cancel(id);
   }
 
-  void complete(std::exception_ptr error, R value) noexcept {
+  void complete(std::exception_ptr error, R value, ask_outcome outcome) noexcept {
     if (done_.exchange(true, std::memory_order_acq_rel)) return;
+    if (instruments_ != nullptr) {
+      instruments_->ask(outcome).observe(
+          std::chrono::duration<double>(clock_->now() - started_).count());
+    }
     // The first completion wins (reply, timeout, undelivered question or shutdown); the others
     // return above. Keep ourselves alive: delisting drops the registry's reference.
     intrusive_ptr<ask_promise> self(this);
@@ -137,6 +147,10 @@ class ask_promise final : public pending_ask {
   intrusive_ptr<actor_target> recipient_;
   system_impl* system_ = nullptr;
   intrusive_ptr<ref_counted> system_ref_;  // keeps the registry alive while we may be listed
+  // The system's instruments when the ask started (kept alive by the system, which
+  // system_ref_ keeps alive), and the start.
+  const runtime_instruments* instruments_ = nullptr;
+  time_point started_{};
 };
 
 /// Creates the promise, lists it with its system and arms its timeout; fails the handler at once

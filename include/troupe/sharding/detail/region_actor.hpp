@@ -114,6 +114,8 @@ struct region_setup {
   /// The entities of each shard that always run (null: none), and how often a shard checks.
   std::function<std::vector<std::string>(shard_id)> keep_alive;
   duration keep_alive_interval = std::chrono::seconds(5);
+  /// What the region and its shards count for region_state (passivations, overflows).
+  std::shared_ptr<region_counts> counts = std::make_shared<region_counts>();
 };
 
 template <class M>
@@ -382,6 +384,7 @@ class region_actor final : public actor<region_message<M>> {
             [this](routed<M>& r) { contained(r.message, [&] { route(r.entity_id, r.message); }); },
             [this](start_shard& s) { on_start_shard(s.shard); },
             [this](route_full<M>& f) {
+              if (!f.over_capacity) setup_->counts->count_overflow();
               reject(f.message,
                      "shard " + std::to_string(f.shard) +
                          (f.over_capacity ? " has shard-capacity messages in flight already"
@@ -395,7 +398,7 @@ class region_actor final : public actor<region_message<M>> {
             [this](entity_started& s) {
               for (auto& victim : policy_.entity_started(entity_key_view(s.shard, s.entity_id),
                                                          this->context().clock().now())) {
-                passivate(victim);
+                passivate(victim, passivation_cause::max_entities);
               }
             },
             [this](passivation_tick&) { on_tick(); },
@@ -464,7 +467,7 @@ class region_actor final : public actor<region_message<M>> {
     if (keeps_order()) {
       for (auto& victim :
            policy_.entity_touched(entity_key_view(shard, id), this->context().clock().now())) {
-        passivate(victim);
+        passivate(victim, passivation_cause::max_entities);
       }
     }
     route_to(shard, id, message, 0);
@@ -503,7 +506,7 @@ class region_actor final : public actor<region_message<M>> {
     if (keeps_order()) {
       for (auto& victim : policy_.entity_touched(entity_key_view(shard, a.entity_id),
                                                  this->context().clock().now())) {
-        passivate(victim);
+        passivate(victim, passivation_cause::max_entities);
       }
     }
     route_to(shard, a.entity_id, a.message, a.epoch);
@@ -545,6 +548,7 @@ class region_actor final : public actor<region_message<M>> {
       }
     }
     if (buffered_ >= setup_->settings.buffer_size) {
+      setup_->counts->count_overflow();
       reject(message,
              "region buffer full while shard " + std::to_string(shard) +
                  (entry.stopping ? " stops" : " waits for a home"),
@@ -1059,6 +1063,8 @@ class region_actor final : public actor<region_message<M>> {
           troupe::detail::entity_home{setup_->settings.type_name, shard, setup_->gate,
                                       &append_entity_child_name,  fence, setup_->homes->standing()};
       setup->id = shard;
+      setup->activations = entry.route->activations;
+      setup->counts = setup_->counts;
       setup->spawn_entity = setup_->spawn_entity;
       setup->extract_entity_id = setup_->extract_entity_id;
       setup->extract_entity_message = setup_->extract_entity_message;
@@ -1102,7 +1108,7 @@ class region_actor final : public actor<region_message<M>> {
     }
   }
 
-  void passivate(const entity_key& key) {
+  void passivate(const entity_key& key, passivation_cause cause) {
     auto it = shards_.find(key.shard);
     if (it == shards_.end() || !it->second.route->shard || it->second.stopping) {
       // No shard actor runs, so neither does the entity: forget it. A message waiting for the
@@ -1110,11 +1116,13 @@ class region_actor final : public actor<region_message<M>> {
       policy_.entity_stopped(key);
       return;
     }
-    it->second.route->shard.tell(passivate_entity{key.id});
+    it->second.route->shard.tell(passivate_entity{key.id, cause});
   }
 
   void on_tick() {
-    for (auto& victim : policy_.interval_passed(this->context().clock().now())) passivate(victim);
+    for (auto& victim : policy_.interval_passed(this->context().clock().now())) {
+      passivate(victim, passivation_cause::idle);
+    }
   }
 
   [[nodiscard]] region_state state() {
@@ -1131,11 +1139,14 @@ class region_actor final : public actor<region_message<M>> {
       {
         std::lock_guard lock(entry.route->lock);
         info.messages_processed = entry.route->messages;
+        info.activations = entry.route->activations->load(std::memory_order_relaxed);
         out.buffered += entry.route->held;
       }
       out.shards.push_back(info);
     }
     out.buffered += buffered_;
+    out.passivations = setup_->counts->read_passivations();
+    out.buffer_overflows = setup_->counts->buffer_overflows.load(std::memory_order_relaxed);
     if (setup_->credits) {
       setup_->credits->for_each([&out](const shard_credit& c) {
         out.outstanding += c.outstanding();

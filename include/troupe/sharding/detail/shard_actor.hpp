@@ -5,9 +5,11 @@
 
 #include <troupe/core/actor.hpp>
 #include <troupe/core/dead_letters.hpp>
+#include <troupe/core/detail/runtime_instruments.hpp>
 #include <troupe/core/supervision.hpp>
 #include <troupe/sharding/detail/back_pressure.hpp>
 #include <troupe/sharding/detail/id_hash.hpp>
+#include <troupe/sharding/detail/shard_metrics.hpp>
 #include <troupe/sharding/detail/undelivered.hpp>
 #include <troupe/sharding/entity_path.hpp>
 #include <troupe/sharding/hot_keys.hpp>
@@ -18,6 +20,7 @@
 
 #include <boost/unordered/unordered_flat_set.hpp>
 
+#include <array>
 #include <atomic>
 #include <deque>
 #include <memory>
@@ -60,6 +63,25 @@ using shard_message =
                  remembered_listed, remembered_written, remember_tick, keep_alive_tick,
                  restart_entity>;
 
+/// What a region's shards count for introspection (region_state), over the region's life:
+/// written by the shards and the region, read by the region when asked for its state.
+struct region_counts {
+  std::array<std::atomic<std::uint64_t>, passivation_cause_count> passivations{};
+  std::atomic<std::uint64_t> buffer_overflows{0};
+
+  void count_passivation(passivation_cause cause) noexcept {
+    passivations[static_cast<std::size_t>(cause)].fetch_add(1, std::memory_order_relaxed);
+  }
+  void count_overflow() noexcept { buffer_overflows.fetch_add(1, std::memory_order_relaxed); }
+  [[nodiscard]] passivation_counts read_passivations() const noexcept {
+    passivation_counts out{};
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] = passivations[i].load(std::memory_order_relaxed);
+    }
+    return out;
+  }
+};
+
 /// What a shard needs from its region.
 template <class M>
 struct shard_setup {
@@ -99,6 +121,11 @@ struct shard_setup {
   /// Deliveries sent to this shard actor, by the region or directly: written under the shard's
   /// route lock, read by the shard now and then to see how deep its mailbox is.
   std::atomic<std::uint64_t> sent{0};
+  /// The shard id's activations over all its shard actors (its route keeps them), and the
+  /// region's counts; never null.
+  std::shared_ptr<std::atomic<std::uint64_t>> activations =
+      std::make_shared<std::atomic<std::uint64_t>>(0);
+  std::shared_ptr<region_counts> counts = std::make_shared<region_counts>();
 };
 
 /// The id an entity cell carries (the shard's index looks entities up by it: no second copy).
@@ -191,7 +218,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
                      deliver_to(d.entity_id, d.message, d.sent_at, /*pass_on=*/false);
                    },
                    [this](passivate<M>& p) { on_passivate(p); },
-                   [this](passivate_entity& p) { on_passivate_entity(p.entity_id); },
+                   [this](passivate_entity& p) { on_passivate_entity(p.entity_id, p.cause); },
                    [this](shard_idle_check&) {
                      if (!entities_.empty()) return;
                      if (remember_pending()) {
@@ -232,7 +259,9 @@ class shard_actor final : public basic_actor<shard_message<M>> {
         idle.push_back(entity);
       }
     }
-    for (const auto& entity : idle) on_passivate_entity(entity_id_of(entity));
+    for (const auto& entity : idle) {
+      on_passivate_entity(entity_id_of(entity), passivation_cause::idle);
+    }
   }
 
   void turn_ended(std::size_t handled) noexcept override { stats_.batch_sizes.record(handled); }
@@ -424,7 +453,9 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     buffered_ -= waiting.size();
     hand_to_next(id, waiting, "started");
     // A moving shard still delivers what waited, then stops the entity like the others.
-    if (draining_ && entities_.contains(std::string_view(id))) on_passivate_entity(id);
+    if (draining_ && entities_.contains(std::string_view(id))) {
+      on_passivate_entity(id, passivation_cause::shard_stopped);
+    }
   }
 
   [[nodiscard]] std::string superseded_reason() const {
@@ -549,10 +580,16 @@ class shard_actor final : public basic_actor<shard_message<M>> {
   }
 
   /// Samples how long deliveries wait in the mailbox, how many wait behind them, and which
-  /// ids are hot. 1 in 16: counting every message would cost more than delivering it.
+  /// ids are hot. 1 in 16: counting every message would cost more than delivering it. The
+  /// wait goes to the system's registry too, when one is attached: the sample reads the clock
+  /// anyway, so the histogram costs one more load and an add.
   void observe(const std::string& id, time_point sent_at) {
     if (sent_at != time_point{}) {
-      stats_.observe_queue_wait(this->context().clock().now() - sent_at);
+      const duration wait = this->context().clock().now() - sent_at;
+      stats_.observe_queue_wait(wait);
+      if (histogram* h = queue_wait_histogram()) {
+        h->observe(std::chrono::duration<double>(wait).count());
+      }
     }
     if ((delivered_ & 15U) == 0) {
       const std::uint64_t sent = setup_->sent.load(std::memory_order_relaxed);
@@ -561,10 +598,23 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     }
   }
 
+  /// The queue-wait histogram of the registry attached to the system now (null: none), looked
+  /// up again only when another registry is attached.
+  histogram* queue_wait_histogram() {
+    const auto* now = troupe::detail::instruments_of(&this->context().cell().system());
+    if (now != instruments_seen_) {
+      instruments_seen_ = now;
+      queue_wait_ =
+          now == nullptr ? nullptr : &shard_queue_wait(*now->registry, setup_->home.type_name);
+    }
+    return queue_wait_;
+  }
+
   /// Keeps `message`, which lives in the envelope being handled, for the entity's next
   /// incarnation.
   void buffer(std::vector<pending>& to, const std::string& id, M& message, const char* while_it) {
     if (buffered_ >= setup_->buffer_size) {
+      setup_->counts->count_overflow();
       reject(message, errc::mailbox_full,
              "shard buffer full while entity '" + id + "' " + while_it);
       return;
@@ -603,6 +653,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     }
     cell_of(*ref).set_idle_stamp(epoch_);
     auto [it, added] = entities_.insert(std::move(*ref));
+    setup_->activations->fetch_add(1, std::memory_order_relaxed);
     if (remembered && !draining_) remember(id, true);
     if (setup_->report_started) {
       setup_->report_started(setup_->region, entity_started{setup_->id, id});
@@ -622,6 +673,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     auto it = entities_.find(std::string_view(entity_id_of(p.entity)));
     if (it == entities_.end() || it->target() != p.entity.target()) return;
     if (!stopping_.try_emplace(entity_id_of(*it)).second) return;  // already stopping
+    setup_->counts->count_passivation(passivation_cause::requested);
     std::visit(overloaded{[&](poison_pill& pill) { it->tell(pill); },
                           [&](M& stop) { it->tell(std::move(stop)); }},
                p.stop_message);
@@ -634,18 +686,19 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     std::vector<std::string> ids;
     ids.reserve(entities_.size());
     for (const auto& e : entities_) ids.push_back(entity_id_of(e));
-    for (const auto& id : ids) on_passivate_entity(id);
+    for (const auto& id : ids) on_passivate_entity(id, passivation_cause::shard_stopped);
     to_start_.clear();
     if (entities_.empty()) stop_when_written();
   }
 
-  void on_passivate_entity(const std::string& id) {
+  void on_passivate_entity(const std::string& id, passivation_cause cause) {
     auto it = entities_.find(std::string_view(id));
     if (it == entities_.end()) {
       report_stopped(id);  // stopped before the request came: the region may not know yet
       return;
     }
     if (!stopping_.try_emplace(entity_id_of(*it)).second) return;
+    setup_->counts->count_passivation(cause);
     // A poison pill, not a stop signal: messages already in the entity's mailbox are handled
     // first (a stop would overtake them). The entity's receive never sees it.
     it->tell(poison_pill{});
@@ -686,7 +739,9 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     }
     if (draining_) {
       // What waited for the next incarnation has been handed to it: it stops after that too.
-      if (entities_.contains(std::string_view(id))) on_passivate_entity(id);
+      if (entities_.contains(std::string_view(id))) {
+        on_passivate_entity(id, passivation_cause::shard_stopped);
+      }
       if (entities_.empty()) stop_when_written();
       return;
     }
@@ -755,6 +810,10 @@ class shard_actor final : public basic_actor<shard_message<M>> {
   bool remember_tick_armed_ = false;
   shard_stats stats_;
   hot_keys hot_{16};
+  // The system's instruments last seen, and the histogram they gave (both owned elsewhere and
+  // alive as long as the system).
+  const troupe::detail::runtime_instruments* instruments_seen_ = nullptr;
+  histogram* queue_wait_ = nullptr;
 };
 
 }  // namespace troupe::sharding::detail

@@ -51,6 +51,10 @@ struct shard_route {
   std::shared_ptr<shard_setup<M>> setup;
   /// Deliveries to this shard id, over all its shard actors (introspection).
   std::uint64_t messages = 0;
+  /// Entities started in this shard id, over all its shard actors (introspection); each shard
+  /// actor's setup shares it.
+  std::shared_ptr<std::atomic<std::uint64_t>> activations =
+      std::make_shared<std::atomic<std::uint64_t>>(0);
   /// Picks 1 direct delivery in 16 to carry its send time (the shard's queue-wait sample).
   std::uint32_t sampled = 0;
   /// Messages held while no shard actor runs, oldest first, linked through their queue nodes.
