@@ -82,6 +82,7 @@ void coordinator::reset() {
   members_.clear();
   regions_.clear();
   allocations_.clear();
+  owned_.clear();
   handoffs_.clear();
   handoff_clocks_.clear();
   handoffs_ended_.clear();
@@ -138,6 +139,7 @@ void coordinator::on(const state_read& e, out& o) {
   for (const auto& [shard, a] : newer) {
     allocations_[shard] = a;
   }
+  index_allocations();
   handoffs_.clear();
   for (const auto& h : e.handoffs) {
     // A hand-off this coordinator committed or aborted after the read was taken stays ended.
@@ -188,53 +190,100 @@ bool coordinator::change_applies(store_revision revision, const coordinator_even
   if (revision <= read_revision_) {
     return false;
   }
-  apply_change(event);
-  return true;
+  return apply_change(event);
 }
 
-void coordinator::apply_change(const coordinator_event& event) {
+bool coordinator::apply_change(const coordinator_event& event) {
   if (const auto* m = std::get_if<member_put>(&event)) {
+    auto it = members_.find(m->member.id);
+    if (it != members_.end() && it->second == m->member) {
+      return false;
+    }
     members_[m->member.id] = m->member;
   } else if (const auto* md = std::get_if<member_deleted>(&event)) {
-    members_.erase(md->id);
     loads_.erase(md->id);
+    return members_.erase(md->id) > 0;
   } else if (const auto* r = std::get_if<region_put>(&event)) {
+    auto it = regions_.find(r->region.id);
+    if (it != regions_.end() && it->second == r->region) {
+      return false;
+    }
     regions_[r->region.id] = r->region;
   } else if (const auto* rd = std::get_if<region_deleted>(&event)) {
-    regions_.erase(rd->id);
+    return regions_.erase(rd->id) > 0;
   } else if (const auto* a = std::get_if<allocation_put>(&event)) {
     // Epochs only grow: a put older than what a commit told us is stale.
     auto it = allocations_.find(a->value.shard);
-    if (it == allocations_.end() || it->second.mod_revision < a->value.mod_revision) {
-      allocations_[a->value.shard] = a->value;
+    if (it != allocations_.end() && it->second.mod_revision >= a->value.mod_revision) {
+      return false;
     }
+    set_allocation(a->value);
   } else if (const auto* ad = std::get_if<allocation_deleted>(&event)) {
     auto it = allocations_.find(ad->shard);
-    if (it != allocations_.end() && it->second.mod_revision < ad->revision) {
-      allocations_.erase(it);
+    if (it == allocations_.end() || it->second.mod_revision >= ad->revision) {
+      return false;
     }
+    erase_allocation(it);
   } else if (const auto* h = std::get_if<handoff_put>(&event)) {
     auto it = handoffs_.find(h->value.shard);
-    if (!handoff_ended(h->value) &&
-        (it == handoffs_.end() || it->second.revision < h->value.revision)) {
-      handoffs_[h->value.shard] = h->value;
+    if (handoff_ended(h->value) ||
+        (it != handoffs_.end() && it->second.revision >= h->value.revision)) {
+      return false;
     }
+    handoffs_[h->value.shard] = h->value;
   } else if (const auto* hd = std::get_if<handoff_deleted>(&event)) {
-    auto it = handoffs_.find(hd->shard);
-    if (it != handoffs_.end() && it->second.revision < hd->revision) {
-      handoffs_.erase(it);
-    }
     // The watch is past the deletion, so no older copy of the hand-off can come from it.
     auto ended = handoffs_ended_.find(hd->shard);
     if (ended != handoffs_ended_.end() && ended->second <= hd->revision) {
       handoffs_ended_.erase(ended);
     }
+    auto it = handoffs_.find(hd->shard);
+    if (it == handoffs_.end() || it->second.revision >= hd->revision) {
+      return false;
+    }
+    handoffs_.erase(it);
   } else if (const auto* st = std::get_if<shard_stopped>(&event)) {
     // Only the hand-off the old owner answered: a stop for an earlier one proves nothing now.
     auto it = handoffs_.find(st->shard);
-    if (it != handoffs_.end() && it->second.revision == st->handoff_revision) {
-      it->second.stopped = true;
+    if (it == handoffs_.end() || it->second.revision != st->handoff_revision ||
+        it->second.stopped) {
+      return false;
     }
+    it->second.stopped = true;
+  }
+  return true;
+}
+
+void coordinator::set_allocation(const allocation& a) {
+  auto it = allocations_.find(a.shard);
+  if (it == allocations_.end()) {
+    allocations_.emplace(a.shard, a);
+  } else {
+    if (auto owner = owned_.find(it->second.owner); owner != owned_.end()) {
+      owner->second.erase(a.shard);
+      if (owner->second.empty()) {
+        owned_.erase(owner);
+      }
+    }
+    it->second = a;
+  }
+  owned_[a.owner].insert(a.shard);
+}
+
+void coordinator::erase_allocation(std::map<shard_id, allocation>::iterator it) {
+  if (auto owner = owned_.find(it->second.owner); owner != owned_.end()) {
+    owner->second.erase(it->first);
+    if (owner->second.empty()) {
+      owned_.erase(owner);
+    }
+  }
+  allocations_.erase(it);
+}
+
+void coordinator::index_allocations() {
+  owned_.clear();
+  for (const auto& [shard, a] : allocations_) {
+    owned_[a.owner].insert(shard);
   }
 }
 
@@ -314,9 +363,9 @@ void coordinator::on(const write_committed& e, out& o) {
     busy_.erase(shard);
   }
   auto allocate = [&](shard_id shard, const member_id& owner) {
-    auto& known = allocations_[shard];
-    if (known.mod_revision < e.revision) {
-      known = allocation{shard, owner, e.revision};
+    const auto known = allocations_.find(shard);
+    if (known == allocations_.end() || known->second.mod_revision < e.revision) {
+      set_allocation(allocation{shard, owner, e.revision});
     }
   };
   if (const auto* w = std::get_if<write_allocations>(&write)) {
@@ -409,41 +458,56 @@ bool coordinator::may_host(const region_info& region) const {
 
 std::vector<region_view> coordinator::hosting_view() const {
   std::vector<region_view> view;
+  std::map<member_id, std::size_t> index;
   for (const auto& [id, region] : regions_) {
     if (!may_host(region)) {
       continue;
     }
     const auto& member = members_.at(id);
+    index.emplace(id, view.size());
     view.push_back(region_view{id, member.leaving, member.app_version, {}});
   }
   // A shard counts for its owner, or for the target of its hand-off or of the write in flight
   // for it; an abort in flight keeps it with its owner.
-  std::map<shard_id, member_id> owners;
-  for (const auto& [shard, a] : allocations_) {
-    owners[shard] = a.owner;
-  }
+  std::map<shard_id, const member_id*> moving;
   for (const auto& [shard, h] : handoffs_) {
-    owners[shard] = h.to;
+    moving[shard] = &h.to;
   }
   for (const auto& [id, write] : writes_) {
     if (const auto* w = std::get_if<write_allocations>(&write)) {
       for (const auto& a : w->shards) {
-        owners[a.shard] = a.owner;
+        moving[a.shard] = &a.owner;
       }
     } else if (const auto* b = std::get_if<begin_handoffs>(&write)) {
       for (const auto& s : b->shards) {
-        owners[s.shard] = s.to;
+        moving[s.shard] = &s.to;
       }
     } else if (const auto* c = std::get_if<commit_handoff>(&write)) {
-      owners[c->shard] = c->to;
+      moving[c->shard] = &c->to;
     } else if (auto a = allocations_.find(std::get<abort_handoff>(write).shard);
                a != allocations_.end()) {
-      owners[a->first] = a->second.owner;
+      moving[a->first] = &a->second.owner;
     }
   }
-  for (const auto& [shard, owner] : owners) {
-    if (auto* r = find_region(view, owner)) {
-      r->shards.push_back(shard);  // ascending: owners is ordered by shard
+  auto place = [&](shard_id shard, const member_id& owner) {
+    if (auto it = index.find(owner); it != index.end()) {
+      view[it->second].shards.push_back(shard);
+    }
+  };
+  for (const auto& [shard, a] : allocations_) {
+    const auto m = moving.find(shard);
+    place(shard, m == moving.end() ? a.owner : *m->second);  // ascending: by shard
+  }
+  bool sort = false;
+  for (const auto& [shard, owner] : moving) {
+    if (!allocations_.contains(shard)) {
+      place(shard, *owner);
+      sort = true;
+    }
+  }
+  if (sort) {
+    for (auto& r : view) {
+      std::sort(r.shards.begin(), r.shards.end());
     }
   }
   return view;
@@ -512,26 +576,27 @@ void coordinator::reconcile(out& o) {
   }
 
   // 2. Hand-offs: commit the stopped ones, abort those whose owner is gone or too slow.
-  auto view = hosting_view();
+  lazy_view view(*this);
   decide_handoffs(view, o);
-  if (view.empty()) {
+  if (std::none_of(regions_.begin(), regions_.end(),
+                   [&](const auto& r) { return may_host(r.second); })) {
     return;  // nowhere to put anything: retried when a region that may host appears
   }
 
   // 3. Shards of members whose key is gone (and only those: a member whose key exists may still
   // run its entities). One write per dead member and batch, comparing the old epochs. A shard
   // being handed off waits for the abort.
-  std::map<member_id, std::vector<const allocation*>> orphans;
-  for (const auto& [shard, a] : allocations_) {
-    if (!members_.contains(a.owner) && !busy_.contains(shard) && !handoffs_.contains(shard)) {
-      orphans[a.owner].push_back(&a);
+  for (const auto& [owner, shards] : owned_) {
+    if (members_.contains(owner)) {
+      continue;
     }
-  }
-  for (const auto& [owner, shards] : orphans) {
     std::vector<allocation_write> batch;
-    for (const auto* a : shards) {
-      if (auto to = choose(a->shard, view, o)) {
-        batch.push_back(allocation_write{a->shard, *to, a->mod_revision});
+    for (const auto shard : shards) {
+      if (busy_.contains(shard) || handoffs_.contains(shard)) {
+        continue;
+      }
+      if (auto to = choose(shard, view.get(), o)) {
+        batch.push_back(allocation_write{shard, *to, allocations_.at(shard).mod_revision});
       }
       if (batch.size() == max_shards_per_write) {
         emit(write_allocations{.shards = std::exchange(batch, {}), .dead_owner = owner}, o);
@@ -548,7 +613,7 @@ void coordinator::reconcile(out& o) {
     if (allocations_.contains(shard) || busy_.contains(shard) || handoffs_.contains(shard)) {
       continue;
     }
-    if (auto to = choose(shard, view, o)) {
+    if (auto to = choose(shard, view.get(), o)) {
       batch.push_back(allocation_write{shard, *to, 0});
     }
     if (batch.size() == max_shards_per_write) {
@@ -561,14 +626,22 @@ void coordinator::reconcile(out& o) {
 
   // 5. A leaving member's shards move by hand-off while its lease lives, so none waits for the
   // dead-owner path.
-  std::vector<handoff_start> starts;
-  for (const auto& [shard, a] : allocations_) {
-    const auto owner = members_.find(a.owner);
-    if (owner == members_.end() || !owner->second.leaving || busy_.contains(shard) ||
-        handoffs_.contains(shard)) {
+  std::vector<shard_id> leaving;
+  for (const auto& [id, member] : members_) {
+    const auto owned = owned_.find(id);
+    if (!member.leaving || owned == owned_.end()) {
       continue;
     }
-    if (auto start = plan_move(a, view, o)) {
+    for (const auto shard : owned->second) {
+      if (!busy_.contains(shard) && !handoffs_.contains(shard)) {
+        leaving.push_back(shard);
+      }
+    }
+  }
+  std::sort(leaving.begin(), leaving.end());  // in shard order, whoever owns them
+  std::vector<handoff_start> starts;
+  for (const auto shard : leaving) {
+    if (auto start = plan_move(allocations_.at(shard), view.get(), o)) {
       starts.push_back(std::move(*start));
     }
   }

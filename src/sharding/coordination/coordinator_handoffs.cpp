@@ -69,14 +69,14 @@ std::optional<handoff_start> coordinator::plan_move(const allocation& a,
   return handoff_start{a.shard, a.owner, *to, a.mod_revision};
 }
 
-std::optional<member_id> coordinator::handoff_target(const handoff& h,
-                                                     std::vector<region_view>& view, out& o) {
+std::optional<member_id> coordinator::handoff_target(const handoff& h, lazy_view& lazy, out& o) {
   const auto planned = regions_.find(h.to);
   if (planned != regions_.end() && may_host(planned->second) && !members_.at(h.to).leaving) {
     return h.to;
   }
   // The planned target went away or is leaving; the old owner stopped the shard, so any other
   // region may take it. Giving it back to the old owner is an abort's job, not a commit's.
+  auto& view = lazy.get();
   remove_shard(view, h.to, h.shard);
   auto to = choose(h.shard, view, o);
   if (to == h.from) {
@@ -116,7 +116,7 @@ void coordinator::emit_handoffs(std::vector<handoff_start> starts, out& o) {
 }
 
 // Commit and abort both compare the hand-off key's revision, so at most one of them applies.
-void coordinator::decide_handoffs(std::vector<region_view>& view, out& o) {
+void coordinator::decide_handoffs(lazy_view& view, out& o) {
   // A hand-off's timeout runs from the latest tick when the coordinator first saw it (from the
   // next tick when it has seen none yet).
   std::erase_if(handoff_clocks_, [&](const auto& clock) {

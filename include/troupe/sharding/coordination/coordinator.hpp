@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -83,6 +84,20 @@ class coordinator {
     time_point since{};
   };
   using out = std::vector<coordinator_decision>;
+  // The hosting view, built on first use in a pass: most events need none, and building it
+  // costs a walk over every allocation.
+  class lazy_view {
+   public:
+    explicit lazy_view(const coordinator& c) : c_(c) {}
+    std::vector<region_view>& get() {
+      if (!view_) view_ = c_.hosting_view();
+      return *view_;
+    }
+
+   private:
+    const coordinator& c_;
+    std::optional<std::vector<region_view>> view_;
+  };
 
   void on(const elected& e, out& o);
   void on(const deposed& e, out& o);
@@ -105,12 +120,18 @@ class coordinator {
   void on(const rebalance_requested& e, out& o);
 
   void reset();
-  // Applies a change event unless a read covers it; returns whether it was applied.
+  // Applies a change event unless a read covers it; returns whether it changed anything.
   bool change_applies(store_revision revision, const coordinator_event& event);
-  void apply_change(const coordinator_event& event);
+  // Returns whether the change changed what the coordinator knows (the watch also brings back
+  // the coordinator's own writes, which its commits already recorded).
+  bool apply_change(const coordinator_event& event);
+  // Every change of allocations_ goes through these, so owned_ stays its index by owner.
+  void set_allocation(const allocation& a);
+  void erase_allocation(std::map<shard_id, allocation>::iterator it);
+  void index_allocations();
   void write_outcome_not_known(write_id id, out& o);
   void reconcile(out& o);
-  void decide_handoffs(std::vector<region_view>& view, out& o);
+  void decide_handoffs(lazy_view& view, out& o);
   // Runs a round unless one cannot run now (hand-offs or writes in progress, a member leaving);
   // returns whether it ran.
   bool rebalance(out& o);
@@ -124,7 +145,7 @@ class coordinator {
   std::optional<handoff_start> plan_move(const allocation& a, std::vector<region_view>& view,
                                          out& o);
   // The region a stopped hand-off gives its shard to, or nullopt to wait for one.
-  std::optional<member_id> handoff_target(const handoff& h, std::vector<region_view>& view, out& o);
+  std::optional<member_id> handoff_target(const handoff& h, lazy_view& view, out& o);
   [[nodiscard]] bool handoff_timed_out(const handoff& h) const;
   // Whether `h` is one this coordinator already ended (by a commit or an abort).
   [[nodiscard]] bool handoff_ended(const handoff& h) const;
@@ -146,6 +167,9 @@ class coordinator {
   std::map<member_id, member_info> members_;
   std::map<member_id, region_info> regions_;
   std::map<shard_id, allocation> allocations_;
+  // The shards each owner holds in allocations_ (an index, for the passes over dead and leaving
+  // owners, which would otherwise walk every allocation at every event).
+  std::map<member_id, std::set<shard_id>> owned_;
   std::map<shard_id, handoff> handoffs_;
   std::map<shard_id, handoff_clock> handoff_clocks_;
   // The revision of this coordinator's commit or abort that ended each shard's last hand-off,
