@@ -9,6 +9,7 @@
 #include "cluster/membership/members.hpp"
 
 #include <algorithm>
+#include <ctime>
 #include <stdexcept>
 #include <utility>
 
@@ -29,6 +30,12 @@ using steady = std::chrono::steady_clock;
 
 double ms_between(steady::time_point a, steady::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
 std::int64_t key_bytes(const key_range& r) { return static_cast<std::int64_t>(r.key.size()); }
@@ -221,9 +228,11 @@ void sim_cluster::pump_into(cycle& c) {
 }
 
 void sim_cluster::feed(const coord::coordinator_event& event, cycle& c, bool stimulus) {
+  const auto cpu0 = thread_cpu_ms();
   const auto t0 = steady::now();
   auto decisions = coordinator_.handle(event);
   const auto ms = ms_between(t0, steady::now());
+  c.thread_cpu_ms += thread_cpu_ms() - cpu0;
   c.cpu_ms += ms;
   c.max_call_ms = std::max(c.max_call_ms, ms);
   if (stimulus) c.plan_ms = ms;

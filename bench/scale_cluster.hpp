@@ -43,8 +43,12 @@ struct store_tally {
 
 /// The coordinator's work between one stimulus (a tick, a join, a leave) and quiet.
 struct cycle {
-  /// The coordinator's CPU time in handle(), over every event of the cycle, and its longest call.
+  /// The coordinator's time in handle() (steady clock), over every event of the cycle, and its
+  /// longest call.
   double cpu_ms = 0;
+  /// The same calls in this thread's CPU time (what the steady clock shows, minus preemption
+  /// by other processes on a shared machine).
+  double thread_cpu_ms = 0;
   double max_call_ms = 0;
   /// The handle() call of the stimulus' own event (a tick that rebalances: the plan).
   double plan_ms = 0;

@@ -214,6 +214,7 @@ class model {
       std::string name;
       std::size_t events;
       double rounds_med, rounds_max, plan_med, plan_max, round_med, round_max, call_max;
+      double thread_med, thread_max;
       std::int64_t moved, moved_max;
       double txns_per_move, bytes_per_move, watch_kb_med, watch_kb_max, watch_events_max, sim_max;
       std::int64_t spread_max;
@@ -224,12 +225,13 @@ class model {
       row r{};
       r.name = p.name;
       r.events = p.events.size();
-      std::vector<double> rounds, plan, round_cpu, watch_kb;
+      std::vector<double> rounds, plan, round_cpu, round_thread, watch_kb;
       for (const auto& e : p.events) {
         rounds.push_back(static_cast<double>(e.rounds.size()));
         for (const auto& c : e.rounds) {
           plan.push_back(c.plan_ms);
           round_cpu.push_back(c.cpu_ms);
+          round_thread.push_back(c.thread_cpu_ms);
           r.call_max = std::max(r.call_max, c.max_call_ms);
         }
         r.moved += e.moved;
@@ -248,6 +250,8 @@ class model {
       r.plan_max = max_of(plan);
       r.round_med = median(round_cpu);
       r.round_max = max_of(round_cpu);
+      r.thread_med = median(round_thread);
+      r.thread_max = max_of(round_thread);
       r.watch_kb_med = median(watch_kb);
       r.watch_kb_max = max_of(watch_kb);
       const double moved = static_cast<double>(std::max<std::int64_t>(r.moved, 1));
@@ -259,7 +263,8 @@ class model {
           "\"relative_limit\":%g,\"absolute_limit\":%zu,\"events\":%zu,"
           "\"rounds_per_event_median\":%g,\"rounds_per_event_max\":%g,"
           "\"plan_ms_median\":%.3f,\"plan_ms_max\":%.3f,\"round_cpu_ms_median\":%.3f,"
-          "\"round_cpu_ms_max\":%.3f,\"longest_call_ms\":%.3f,\"moved\":%lld,"
+          "\"round_cpu_ms_max\":%.3f,\"round_thread_cpu_ms_median\":%.3f,"
+          "\"round_thread_cpu_ms_max\":%.3f,\"longest_call_ms\":%.3f,\"moved\":%lld,"
           "\"moved_per_event_max\":%lld,\"txns\":%lld,\"bytes\":%lld,"
           "\"txns_per_moved_shard\":%.3f,\"bytes_per_moved_shard\":%.1f,"
           "\"watch_kib_per_node_per_event_median\":%.1f,"
@@ -267,26 +272,27 @@ class model {
           "\"watch_events_per_node_per_event_max\":%.0f,\"sim_seconds_per_event_max\":%.0f,"
           "\"spread_max\":%lld}\n",
           r.name.c_str(), o_.nodes, o_.shards, o_.relative, o_.absolute, r.events, r.rounds_med,
-          r.rounds_max, r.plan_med, r.plan_max, r.round_med, r.round_max, r.call_max,
-          static_cast<long long>(r.moved), static_cast<long long>(r.moved_max),
-          static_cast<long long>(r.txns), static_cast<long long>(r.bytes), r.txns_per_move,
-          r.bytes_per_move, r.watch_kb_med, r.watch_kb_max, r.watch_events_max, r.sim_max,
-          static_cast<long long>(r.spread_max));
+          r.rounds_max, r.plan_med, r.plan_max, r.round_med, r.round_max, r.thread_med,
+          r.thread_max, r.call_max, static_cast<long long>(r.moved),
+          static_cast<long long>(r.moved_max), static_cast<long long>(r.txns),
+          static_cast<long long>(r.bytes), r.txns_per_move, r.bytes_per_move, r.watch_kb_med,
+          r.watch_kb_max, r.watch_events_max, r.sim_max, static_cast<long long>(r.spread_max));
     }
     if (o_.json_only) return;
-    std::printf("\n%-15s %6s %11s %15s %17s %9s %9s %7s %8s %17s %8s %6s\n", "phase", "events",
-                "rounds/ev", "plan ms", "round CPU ms", "moved", "moved/ev", "txn/mv", "B/mv",
-                "watch KiB/node/ev", "sim s/ev", "spread");
-    std::printf("%-15s %6s %11s %15s %17s %9s %9s %7s %8s %17s %8s %6s\n", "", "", "med / max",
-                "med / max", "med / max", "total", "max", "", "", "med / max", "max", "max");
+    std::printf("\n%-15s %6s %11s %15s %17s %17s %9s %9s %7s %8s %17s %8s %6s\n", "phase", "events",
+                "rounds/ev", "plan ms", "round ms", "round CPU ms", "moved", "moved/ev", "txn/mv",
+                "B/mv", "watch KiB/node/ev", "sim s/ev", "spread");
+    std::printf("%-15s %6s %11s %15s %17s %17s %9s %9s %7s %8s %17s %8s %6s\n", "", "", "med / max",
+                "med / max", "med / max", "med / max", "total", "max", "", "", "med / max", "max",
+                "max");
     for (const auto& r : rows) {
       std::printf(
-          "%-15s %6zu %5.0f / %3.0f %6.2f / %6.2f %7.2f / %7.2f %9lld %9lld %7.2f %8.0f "
-          "%7.1f / %7.1f %8.0f %6lld\n",
+          "%-15s %6zu %5.0f / %3.0f %6.2f / %6.2f %7.2f / %7.2f %7.2f / %7.2f %9lld %9lld %7.2f "
+          "%8.0f %7.1f / %7.1f %8.0f %6lld\n",
           r.name.c_str(), r.events, r.rounds_med, r.rounds_max, r.plan_med, r.plan_max, r.round_med,
-          r.round_max, static_cast<long long>(r.moved), static_cast<long long>(r.moved_max),
-          r.txns_per_move, r.bytes_per_move, r.watch_kb_med, r.watch_kb_max, r.sim_max,
-          static_cast<long long>(r.spread_max));
+          r.round_max, r.thread_med, r.thread_max, static_cast<long long>(r.moved),
+          static_cast<long long>(r.moved_max), r.txns_per_move, r.bytes_per_move, r.watch_kb_med,
+          r.watch_kb_max, r.sim_max, static_cast<long long>(r.spread_max));
     }
     std::printf(
         "(%zu nodes × %zu shards, least-shards, rebalance limit max(1, min(%g × shards, "
