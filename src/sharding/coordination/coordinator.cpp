@@ -85,6 +85,8 @@ void coordinator::reset() {
   owned_.clear();
   handoffs_.clear();
   handoff_clocks_.clear();
+  touched_.clear();
+  full_pass_ = true;
   handoffs_ended_.clear();
   writes_.clear();
   busy_.clear();
@@ -161,6 +163,7 @@ void coordinator::on(const state_read& e, out& o) {
   std::erase_if(handoffs_ended_, [&](const auto& ended) { return ended.second <= read_revision_; });
   have_state_ = true;
   reading_ = false;
+  full_pass_ = true;  // everything may have changed
 
   auto early = std::move(early_changes_);
   early_changes_.clear();
@@ -231,6 +234,7 @@ bool coordinator::apply_change(const coordinator_event& event) {
       return false;
     }
     handoffs_[h->value.shard] = h->value;
+    touched_.insert(h->value.shard);
   } else if (const auto* hd = std::get_if<handoff_deleted>(&event)) {
     // The watch is past the deletion, so no older copy of the hand-off can come from it.
     auto ended = handoffs_ended_.find(hd->shard);
@@ -242,6 +246,7 @@ bool coordinator::apply_change(const coordinator_event& event) {
       return false;
     }
     handoffs_.erase(it);
+    touched_.insert(hd->shard);
   } else if (const auto* st = std::get_if<shard_stopped>(&event)) {
     // Only the hand-off the old owner answered: a stop for an earlier one proves nothing now.
     auto it = handoffs_.find(st->shard);
@@ -250,6 +255,7 @@ bool coordinator::apply_change(const coordinator_event& event) {
       return false;
     }
     it->second.stopped = true;
+    touched_.insert(st->shard);
   }
   return true;
 }
@@ -268,6 +274,7 @@ void coordinator::set_allocation(const allocation& a) {
     it->second = a;
   }
   owned_[a.owner].insert(a.shard);
+  touched_.insert(a.shard);
 }
 
 void coordinator::erase_allocation(std::map<shard_id, allocation>::iterator it) {
@@ -277,6 +284,7 @@ void coordinator::erase_allocation(std::map<shard_id, allocation>::iterator it) 
       owned_.erase(owner);
     }
   }
+  touched_.insert(it->first);
   allocations_.erase(it);
 }
 
@@ -289,24 +297,28 @@ void coordinator::index_allocations() {
 
 void coordinator::on(const member_put& e, out& o) {
   if (change_applies(e.revision, e)) {
+    full_pass_ = true;  // who may host, and whose shards must move, may have changed
     reconcile(o);
   }
 }
 
 void coordinator::on(const member_deleted& e, out& o) {
   if (change_applies(e.revision, e)) {
+    full_pass_ = true;  // who may host, and whose shards must move, may have changed
     reconcile(o);
   }
 }
 
 void coordinator::on(const region_put& e, out& o) {
   if (change_applies(e.revision, e)) {
+    full_pass_ = true;  // who may host, and whose shards must move, may have changed
     reconcile(o);
   }
 }
 
 void coordinator::on(const region_deleted& e, out& o) {
   if (change_applies(e.revision, e)) {
+    full_pass_ = true;  // who may host, and whose shards must move, may have changed
     reconcile(o);
   }
 }
@@ -349,6 +361,7 @@ void coordinator::on(const home_requested& e, out& o) {
   if (std::find(waiting.begin(), waiting.end(), e.requester) == waiting.end()) {
     waiting.push_back(e.requester);
   }
+  touched_.insert(e.shard);
   reconcile(o);
 }
 
@@ -361,6 +374,7 @@ void coordinator::on(const write_committed& e, out& o) {
   writes_.erase(it);
   for (const auto shard : shards_of(write)) {
     busy_.erase(shard);
+    touched_.insert(shard);
   }
   auto allocate = [&](shard_id shard, const member_id& owner) {
     const auto known = allocations_.find(shard);
@@ -402,6 +416,7 @@ void coordinator::write_outcome_not_known(write_id id, out& o) {
   }
   for (const auto shard : shards_of(it->second)) {
     busy_.erase(shard);
+    touched_.insert(shard);
   }
   writes_.erase(it);
   // A compare failed (or may have): the view that chose this write is wrong somewhere. Read
@@ -422,6 +437,7 @@ void coordinator::on(const tick& e, out& o) {
   if (!deciding()) {
     return;
   }
+  full_pass_ = true;  // timeouts, and decisions that waited for something else, are due
   reconcile(o);
   const bool due = !last_rebalance_ || e.now - *last_rebalance_ >= settings_.rebalance_interval;
   if (!due && !rebalance_wanted_) {
@@ -466,9 +482,14 @@ std::vector<region_view> coordinator::hosting_view() const {
     const auto& member = members_.at(id);
     index.emplace(id, view.size());
     view.push_back(region_view{id, member.leaving, member.app_version, {}});
+    // The index by owner is ascending by shard, as the view's lists must be.
+    if (const auto owned = owned_.find(id); owned != owned_.end()) {
+      view.back().shards.assign(owned->second.begin(), owned->second.end());
+    }
   }
   // A shard counts for its owner, or for the target of its hand-off or of the write in flight
-  // for it; an abort in flight keeps it with its owner.
+  // for it; an abort in flight keeps it with its owner. Only these few shards are moved in the
+  // lists, so the view costs a copy of the index and nothing per allocation.
   std::map<shard_id, const member_id*> moving;
   for (const auto& [shard, h] : handoffs_) {
     moving[shard] = &h.to;
@@ -489,25 +510,22 @@ std::vector<region_view> coordinator::hosting_view() const {
       moving[a->first] = &a->second.owner;
     }
   }
-  auto place = [&](shard_id shard, const member_id& owner) {
-    if (auto it = index.find(owner); it != index.end()) {
-      view[it->second].shards.push_back(shard);
+  for (const auto& [shard, to] : moving) {
+    const auto a = allocations_.find(shard);
+    if (a != allocations_.end()) {
+      if (a->second.owner == *to) {
+        continue;
+      }
+      if (auto from = index.find(a->second.owner); from != index.end()) {
+        auto& shards = view[from->second].shards;
+        if (auto at = std::lower_bound(shards.begin(), shards.end(), shard);
+            at != shards.end() && *at == shard) {
+          shards.erase(at);
+        }
+      }
     }
-  };
-  for (const auto& [shard, a] : allocations_) {
-    const auto m = moving.find(shard);
-    place(shard, m == moving.end() ? a.owner : *m->second);  // ascending: by shard
-  }
-  bool sort = false;
-  for (const auto& [shard, owner] : moving) {
-    if (!allocations_.contains(shard)) {
-      place(shard, *owner);
-      sort = true;
-    }
-  }
-  if (sort) {
-    for (auto& r : view) {
-      std::sort(r.shards.begin(), r.shards.end());
+    if (auto it = index.find(*to); it != index.end()) {
+      add_shard(view[it->second], shard);
     }
   }
   return view;
@@ -558,26 +576,41 @@ void coordinator::emit(pending_write write, out& o) {
 
 void coordinator::reconcile(out& o) {
   if (!deciding()) {
-    return;
+    return;  // what changed meanwhile stays marked: the pass after the read is a full one
   }
+  // Only what changed since the last pass can lead to a new decision, unless members, regions,
+  // a read or the time changed: then everything is looked at again.
+  const bool full = std::exchange(full_pass_, false);
+  const auto touched = std::exchange(touched_, {});
+
   // 1. Answer whoever waits for a shard whose owner lives and is not being replaced; during a
   // hand-off the answer waits for its commit or abort.
-  for (auto it = waiters_.begin(); it != waiters_.end();) {
+  auto answer = [&](std::map<shard_id, std::vector<member_id>>::iterator it) {
     const auto a = allocations_.find(it->first);
     if (a != allocations_.end() && !busy_.contains(it->first) && !handoffs_.contains(it->first) &&
         members_.contains(a->second.owner)) {
       for (const auto& requester : it->second) {
         o.emplace_back(answer_home{requester, it->first, a->second.owner, a->second.mod_revision});
       }
-      it = waiters_.erase(it);
-    } else {
-      ++it;
+      return waiters_.erase(it);
+    }
+    return std::next(it);
+  };
+  if (full) {
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      it = answer(it);
+    }
+  } else {
+    for (const auto shard : touched) {
+      if (auto it = waiters_.find(shard); it != waiters_.end()) {
+        answer(it);
+      }
     }
   }
 
   // 2. Hand-offs: commit the stopped ones, abort those whose owner is gone or too slow.
   lazy_view view(*this);
-  decide_handoffs(view, o);
+  decide_handoffs(full, touched, view, o);
   if (std::none_of(regions_.begin(), regions_.end(),
                    [&](const auto& r) { return may_host(r.second); })) {
     return;  // nowhere to put anything: retried when a region that may host appears
@@ -586,10 +619,7 @@ void coordinator::reconcile(out& o) {
   // 3. Shards of members whose key is gone (and only those: a member whose key exists may still
   // run its entities). One write per dead member and batch, comparing the old epochs. A shard
   // being handed off waits for the abort.
-  for (const auto& [owner, shards] : owned_) {
-    if (members_.contains(owner)) {
-      continue;
-    }
+  auto reallocate = [&](const member_id& owner, const auto& shards) {
     std::vector<allocation_write> batch;
     for (const auto shard : shards) {
       if (busy_.contains(shard) || handoffs_.contains(shard)) {
@@ -605,19 +635,48 @@ void coordinator::reconcile(out& o) {
     if (!batch.empty()) {
       emit(write_allocations{.shards = std::move(batch), .dead_owner = owner}, o);
     }
+  };
+  if (full) {
+    for (const auto& [owner, shards] : owned_) {
+      if (!members_.contains(owner)) {
+        reallocate(owner, shards);
+      }
+    }
+  } else {
+    std::map<member_id, std::vector<shard_id>> dead;  // ascending, as on a full pass
+    for (const auto shard : touched) {
+      const auto a = allocations_.find(shard);
+      if (a != allocations_.end() && !members_.contains(a->second.owner)) {
+        dead[a->second.owner].push_back(shard);
+      }
+    }
+    for (const auto& [owner, shards] : dead) {
+      reallocate(owner, shards);
+    }
   }
 
   // 4. Shards someone asked for that have no allocation: create if absent.
   std::vector<allocation_write> batch;
-  for (const auto& [shard, requesters] : waiters_) {
+  auto create = [&](shard_id shard) {
     if (allocations_.contains(shard) || busy_.contains(shard) || handoffs_.contains(shard)) {
-      continue;
+      return;
     }
     if (auto to = choose(shard, view.get(), o)) {
       batch.push_back(allocation_write{shard, *to, 0});
     }
     if (batch.size() == max_shards_per_write) {
       emit(write_allocations{.shards = std::exchange(batch, {}), .dead_owner = std::nullopt}, o);
+    }
+  };
+  if (full) {
+    for (const auto& [shard, requesters] : waiters_) {
+      create(shard);
+    }
+  } else {
+    for (const auto shard : touched) {
+      if (waiters_.contains(shard)) {
+        create(shard);
+      }
     }
   }
   if (!batch.empty()) {
@@ -626,19 +685,33 @@ void coordinator::reconcile(out& o) {
 
   // 5. A leaving member's shards move by hand-off while its lease lives, so none waits for the
   // dead-owner path.
+  auto leaves = [&](const member_id& owner) {
+    const auto m = members_.find(owner);
+    return m != members_.end() && m->second.leaving;
+  };
   std::vector<shard_id> leaving;
-  for (const auto& [id, member] : members_) {
-    const auto owned = owned_.find(id);
-    if (!member.leaving || owned == owned_.end()) {
-      continue;
+  if (full) {
+    for (const auto& [id, member] : members_) {
+      const auto owned = owned_.find(id);
+      if (!member.leaving || owned == owned_.end()) {
+        continue;
+      }
+      for (const auto shard : owned->second) {
+        if (!busy_.contains(shard) && !handoffs_.contains(shard)) {
+          leaving.push_back(shard);
+        }
+      }
     }
-    for (const auto shard : owned->second) {
-      if (!busy_.contains(shard) && !handoffs_.contains(shard)) {
+    std::sort(leaving.begin(), leaving.end());  // in shard order, whoever owns them
+  } else {
+    for (const auto shard : touched) {  // ascending already
+      const auto a = allocations_.find(shard);
+      if (a != allocations_.end() && leaves(a->second.owner) && !busy_.contains(shard) &&
+          !handoffs_.contains(shard)) {
         leaving.push_back(shard);
       }
     }
   }
-  std::sort(leaving.begin(), leaving.end());  // in shard order, whoever owns them
   std::vector<handoff_start> starts;
   for (const auto shard : leaving) {
     if (auto start = plan_move(allocations_.at(shard), view.get(), o)) {

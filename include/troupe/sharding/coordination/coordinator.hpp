@@ -131,7 +131,10 @@ class coordinator {
   void index_allocations();
   void write_outcome_not_known(write_id id, out& o);
   void reconcile(out& o);
-  void decide_handoffs(lazy_view& view, out& o);
+  // Commits or aborts the hand-offs that can act: all of them on a full pass, else those of the
+  // shards touched since the last pass.
+  void decide_handoffs(bool full, const std::set<shard_id>& touched, lazy_view& view, out& o);
+  void decide_handoff(const handoff& h, lazy_view& view, out& o);
   // Runs a round unless one cannot run now (hand-offs or writes in progress, a member leaving);
   // returns whether it ran.
   bool rebalance(out& o);
@@ -172,6 +175,12 @@ class coordinator {
   std::map<member_id, std::set<shard_id>> owned_;
   std::map<shard_id, handoff> handoffs_;
   std::map<shard_id, handoff_clock> handoff_clocks_;
+  // What changed since the last reconcile, so that it revisits only that: the shards whose
+  // allocation, hand-off, outstanding write or waiters changed, or everything (full_pass_) after
+  // a change of members or regions, a read or a tick. A decision that had to wait for something
+  // else (a strategy with no answer, a timeout) is retried at the latest on the next tick.
+  std::set<shard_id> touched_;
+  bool full_pass_ = true;
   // The revision of this coordinator's commit or abort that ended each shard's last hand-off,
   // until a read or the watch has passed it: older copies of that hand-off must not come back.
   std::map<shard_id, store_revision> handoffs_ended_;
