@@ -14,7 +14,6 @@ namespace troupe::sharding::coordination {
 using detail::add_shard;
 using detail::describe;
 using detail::find_region;
-using detail::remove_shard;
 
 namespace {
 std::vector<shard_id> shards_of(
@@ -87,6 +86,7 @@ void coordinator::reset() {
   handoff_clocks_.clear();
   touched_.clear();
   full_pass_ = true;
+  forget_view();
   handoffs_ended_.clear();
   writes_.clear();
   busy_.clear();
@@ -164,6 +164,7 @@ void coordinator::on(const state_read& e, out& o) {
   have_state_ = true;
   reading_ = false;
   full_pass_ = true;  // everything may have changed
+  forget_view();
 
   auto early = std::move(early_changes_);
   early_changes_.clear();
@@ -298,6 +299,7 @@ void coordinator::index_allocations() {
 void coordinator::on(const member_put& e, out& o) {
   if (change_applies(e.revision, e)) {
     full_pass_ = true;  // who may host, and whose shards must move, may have changed
+    forget_view();
     reconcile(o);
   }
 }
@@ -305,6 +307,7 @@ void coordinator::on(const member_put& e, out& o) {
 void coordinator::on(const member_deleted& e, out& o) {
   if (change_applies(e.revision, e)) {
     full_pass_ = true;  // who may host, and whose shards must move, may have changed
+    forget_view();
     reconcile(o);
   }
 }
@@ -312,6 +315,7 @@ void coordinator::on(const member_deleted& e, out& o) {
 void coordinator::on(const region_put& e, out& o) {
   if (change_applies(e.revision, e)) {
     full_pass_ = true;  // who may host, and whose shards must move, may have changed
+    forget_view();
     reconcile(o);
   }
 }
@@ -319,6 +323,7 @@ void coordinator::on(const region_put& e, out& o) {
 void coordinator::on(const region_deleted& e, out& o) {
   if (change_applies(e.revision, e)) {
     full_pass_ = true;  // who may host, and whose shards must move, may have changed
+    forget_view();
     reconcile(o);
   }
 }
@@ -531,6 +536,113 @@ std::vector<region_view> coordinator::hosting_view() const {
   return view;
 }
 
+std::vector<region_view>& coordinator::cached_view() {
+  if (!view_) {
+    view_ = hosting_view();
+    view_index_.clear();
+    view_place_.clear();
+    view_stale_.clear();
+    view_picks_.clear();
+    for (std::size_t i = 0; i < view_->size(); ++i) {
+      view_index_.emplace((*view_)[i].region, i);
+      for (const auto shard : (*view_)[i].shards) {
+        view_place_[shard] = i;
+      }
+    }
+    return *view_;
+  }
+  auto& view = *view_;
+  auto erase = [&](std::size_t region, shard_id shard) {
+    auto& shards = view[region].shards;
+    if (auto at = std::lower_bound(shards.begin(), shards.end(), shard);
+        at != shards.end() && *at == shard) {
+      shards.erase(at);
+    }
+  };
+  // Undo what the last passes' picks added, then put each changed shard where it counts now:
+  // the same lists hosting_view() would build, at the cost of what changed.
+  for (const auto& [shard, region] : view_picks_) {
+    erase(region, shard);
+  }
+  view_picks_.clear();
+  for (const auto shard : view_stale_) {
+    if (auto place = view_place_.find(shard); place != view_place_.end()) {
+      erase(place->second, shard);
+      view_place_.erase(place);
+    }
+    if (const auto* owner = counted_owner(shard)) {
+      if (auto it = view_index_.find(*owner); it != view_index_.end()) {
+        add_shard(view[it->second], shard);
+        view_place_[shard] = it->second;
+      }
+    }
+  }
+  view_stale_.clear();
+  return view;
+}
+
+const member_id* coordinator::counted_owner(shard_id shard) const {
+  const auto a = allocations_.find(shard);
+  if (const auto busy = busy_.find(shard); busy != busy_.end()) {
+    if (const auto w = writes_.find(busy->second); w != writes_.end()) {
+      if (const auto* wa = std::get_if<write_allocations>(&w->second)) {
+        for (const auto& x : wa->shards) {
+          if (x.shard == shard) return &x.owner;
+        }
+      } else if (const auto* b = std::get_if<begin_handoffs>(&w->second)) {
+        for (const auto& x : b->shards) {
+          if (x.shard == shard) return &x.to;
+        }
+      } else if (const auto* c = std::get_if<commit_handoff>(&w->second)) {
+        return &c->to;
+      } else if (a != allocations_.end()) {
+        return &a->second.owner;  // an abort keeps the shard with its owner
+      }
+    }
+  }
+  if (const auto h = handoffs_.find(shard); h != handoffs_.end()) {
+    return &h->second.to;
+  }
+  return a == allocations_.end() ? nullptr : &a->second.owner;
+}
+
+void coordinator::forget_view() {
+  view_.reset();
+  view_index_.clear();
+  view_place_.clear();
+  view_stale_.clear();
+  view_picks_.clear();
+}
+
+region_view* coordinator::find_in(std::vector<region_view>& view, const member_id& id) {
+  if (view_ && &view == &*view_) {
+    const auto it = view_index_.find(id);
+    return it == view_index_.end() ? nullptr : &view[it->second];
+  }
+  return find_region(view, id);
+}
+
+void coordinator::add_to(std::vector<region_view>& view, region_view& region, shard_id shard) {
+  add_shard(region, shard);
+  if (view_ && &view == &*view_) {
+    view_picks_.emplace_back(shard, static_cast<std::size_t>(&region - view.data()));
+    view_stale_.insert(shard);
+  }
+}
+
+void coordinator::remove_from(std::vector<region_view>& view, const member_id& region,
+                              shard_id shard) {
+  if (auto* r = find_in(view, region)) {
+    if (auto at = std::lower_bound(r->shards.begin(), r->shards.end(), shard);
+        at != r->shards.end() && *at == shard) {
+      r->shards.erase(at);
+    }
+  }
+  if (view_ && &view == &*view_) {
+    view_stale_.insert(shard);
+  }
+}
+
 std::optional<member_id> coordinator::choose(shard_id shard, std::vector<region_view>& view,
                                              out& o) {
   if (view.empty()) {
@@ -546,7 +658,7 @@ std::optional<member_id> coordinator::choose(shard_id shard, std::vector<region_
   if (!pick) {
     return std::nullopt;
   }
-  auto* region = find_region(view, *pick);
+  auto* region = find_in(view, *pick);
   if (region == nullptr) {
     o.emplace_back(strategy_error{
         shard, "the allocation strategy chose " + describe(*pick) +
@@ -555,7 +667,7 @@ std::optional<member_id> coordinator::choose(shard_id shard, std::vector<region_
     return std::nullopt;
   }
   // Later picks in the same pass see this one.
-  add_shard(*region, shard);
+  add_to(view, *region, shard);
   return pick;
 }
 
@@ -569,6 +681,7 @@ void coordinator::emit(pending_write write, out& o) {
       write);
   for (const auto shard : shards_of(write)) {
     busy_[shard] = id;
+    view_stale_.insert(shard);  // it counts for the write's target now
   }
   std::visit([&](const auto& w) { o.emplace_back(w); }, write);
   writes_.emplace(id, std::move(write));
@@ -582,6 +695,7 @@ void coordinator::reconcile(out& o) {
   // a read or the time changed: then everything is looked at again.
   const bool full = std::exchange(full_pass_, false);
   const auto touched = std::exchange(touched_, {});
+  view_stale_.insert(touched.begin(), touched.end());
 
   // 1. Answer whoever waits for a shard whose owner lives and is not being replaced; during a
   // hand-off the answer waits for its commit or abort.

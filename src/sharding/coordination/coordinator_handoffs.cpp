@@ -12,10 +12,7 @@
 
 namespace troupe::sharding::coordination {
 
-using detail::add_shard;
 using detail::describe;
-using detail::find_region;
-using detail::remove_shard;
 
 bool coordinator::rebalance(out& o) {
   // One round at a time, and never during a leave: moves decided while others run, or while a
@@ -26,7 +23,7 @@ bool coordinator::rebalance(out& o) {
     return false;
   }
   ++rebalance_rounds_;
-  auto view = hosting_view();
+  auto& view = cached_view();
   std::vector<shard_id> shards;
   try {
     publish_loads();                          // the owners may have changed since the last report
@@ -55,11 +52,11 @@ bool coordinator::rebalance(out& o) {
 std::optional<handoff_start> coordinator::plan_move(const allocation& a,
                                                     std::vector<region_view>& view, out& o) {
   // The strategy sees the owner one shard lighter, as it would be after the move.
-  remove_shard(view, a.owner, a.shard);
+  remove_from(view, a.owner, a.shard);
   const auto to = choose(a.shard, view, o);
   if (!to) {
-    if (auto* owner = find_region(view, a.owner)) {
-      add_shard(*owner, a.shard);
+    if (auto* owner = find_in(view, a.owner)) {
+      add_to(view, *owner, a.shard);
     }
     return std::nullopt;
   }
@@ -77,7 +74,7 @@ std::optional<member_id> coordinator::handoff_target(const handoff& h, lazy_view
   // The planned target went away or is leaving; the old owner stopped the shard, so any other
   // region may take it. Giving it back to the old owner is an abort's job, not a commit's.
   auto& view = lazy.get();
-  remove_shard(view, h.to, h.shard);
+  remove_from(view, h.to, h.shard);
   auto to = choose(h.shard, view, o);
   if (to == h.from) {
     return std::nullopt;

@@ -26,6 +26,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -84,19 +85,19 @@ class coordinator {
     time_point since{};
   };
   using out = std::vector<coordinator_decision>;
-  // The hosting view, built on first use in a pass: most events need none, and building it
-  // costs a walk over every allocation.
+  // The hosting view of one pass, brought up to date on first use (cached_view): most events
+  // need none.
   class lazy_view {
    public:
-    explicit lazy_view(const coordinator& c) : c_(c) {}
+    explicit lazy_view(coordinator& c) : c_(c) {}
     std::vector<region_view>& get() {
-      if (!view_) view_ = c_.hosting_view();
+      if (view_ == nullptr) view_ = &c_.cached_view();
       return *view_;
     }
 
    private:
-    const coordinator& c_;
-    std::optional<std::vector<region_view>> view_;
+    coordinator& c_;
+    std::vector<region_view>* view_ = nullptr;
   };
 
   void on(const elected& e, out& o);
@@ -142,6 +143,19 @@ class coordinator {
   void publish_loads();
   [[nodiscard]] bool may_host(const region_info& region) const;
   [[nodiscard]] std::vector<region_view> hosting_view() const;
+  // The hosting view kept between passes: built by hosting_view() when there is none, else
+  // brought up to date by putting each shard marked stale where the state says it counts.
+  std::vector<region_view>& cached_view();
+  // The member a shard counts for in the view: the target of its write in flight or of its
+  // hand-off, else its owner (an abort in flight keeps it with its owner).
+  [[nodiscard]] const member_id* counted_owner(shard_id shard) const;
+  // After a change of members or regions: the next pass that needs a view builds it anew.
+  void forget_view();
+  // The region `id` in `view` (through the index when `view` is the kept one), or null.
+  region_view* find_in(std::vector<region_view>& view, const member_id& id);
+  // Adds or removes a pick's shard in `view`, marking it for cached_view to set right.
+  void add_to(std::vector<region_view>& view, region_view& region, shard_id shard);
+  void remove_from(std::vector<region_view>& view, const member_id& region, shard_id shard);
   // Asks the strategy, checks its answer and records the pick in `view`.
   std::optional<member_id> choose(shard_id shard, std::vector<region_view>& view, out& o);
   // Where `a`'s shard should go instead of its owner, or nullopt to leave it there.
@@ -181,6 +195,14 @@ class coordinator {
   // else (a strategy with no answer, a timeout) is retried at the latest on the next tick.
   std::set<shard_id> touched_;
   bool full_pass_ = true;
+  // The hosting view kept between passes (cached_view), the position of each region in it, the
+  // region each shard was last put in, the shards whose place may be wrong since (touched,
+  // written or picked), and the shards a pass's picks added, with where.
+  std::optional<std::vector<region_view>> view_;
+  std::map<member_id, std::size_t> view_index_;
+  std::unordered_map<shard_id, std::size_t> view_place_;
+  std::set<shard_id> view_stale_;
+  std::vector<std::pair<shard_id, std::size_t>> view_picks_;
   // The revision of this coordinator's commit or abort that ended each shard's last hand-off,
   // until a read or the watch has passed it: older copies of that hand-off must not come back.
   std::map<shard_id, store_revision> handoffs_ended_;
