@@ -162,6 +162,9 @@ class least_shards final : public allocation_strategy {
 }  // namespace
 
 std::strong_ordering compare_app_versions(std::string_view a, std::string_view b) {
+  if (a == b) {
+    return std::strong_ordering::equal;  // the common case (one version runs), asked per region
+  }
   while (!a.empty() || !b.empty()) {
     if (a.empty() || b.empty()) {
       return a.empty() ? std::strong_ordering::less : std::strong_ordering::greater;

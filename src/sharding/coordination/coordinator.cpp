@@ -14,7 +14,6 @@ namespace troupe::sharding::coordination {
 using detail::add_shard;
 using detail::describe;
 using detail::find_region;
-using detail::remove_shard;
 
 namespace {
 std::vector<shard_id> shards_of(
@@ -82,8 +81,12 @@ void coordinator::reset() {
   members_.clear();
   regions_.clear();
   allocations_.clear();
+  owned_.clear();
   handoffs_.clear();
   handoff_clocks_.clear();
+  touched_.clear();
+  full_pass_ = true;
+  forget_view();
   handoffs_ended_.clear();
   writes_.clear();
   busy_.clear();
@@ -138,6 +141,7 @@ void coordinator::on(const state_read& e, out& o) {
   for (const auto& [shard, a] : newer) {
     allocations_[shard] = a;
   }
+  index_allocations();
   handoffs_.clear();
   for (const auto& h : e.handoffs) {
     // A hand-off this coordinator committed or aborted after the read was taken stays ended.
@@ -159,6 +163,8 @@ void coordinator::on(const state_read& e, out& o) {
   std::erase_if(handoffs_ended_, [&](const auto& ended) { return ended.second <= read_revision_; });
   have_state_ = true;
   reading_ = false;
+  full_pass_ = true;  // everything may have changed
+  forget_view();
 
   auto early = std::move(early_changes_);
   early_changes_.clear();
@@ -188,76 +194,136 @@ bool coordinator::change_applies(store_revision revision, const coordinator_even
   if (revision <= read_revision_) {
     return false;
   }
-  apply_change(event);
-  return true;
+  return apply_change(event);
 }
 
-void coordinator::apply_change(const coordinator_event& event) {
+bool coordinator::apply_change(const coordinator_event& event) {
   if (const auto* m = std::get_if<member_put>(&event)) {
+    auto it = members_.find(m->member.id);
+    if (it != members_.end() && it->second == m->member) {
+      return false;
+    }
     members_[m->member.id] = m->member;
   } else if (const auto* md = std::get_if<member_deleted>(&event)) {
-    members_.erase(md->id);
     loads_.erase(md->id);
+    return members_.erase(md->id) > 0;
   } else if (const auto* r = std::get_if<region_put>(&event)) {
+    auto it = regions_.find(r->region.id);
+    if (it != regions_.end() && it->second == r->region) {
+      return false;
+    }
     regions_[r->region.id] = r->region;
   } else if (const auto* rd = std::get_if<region_deleted>(&event)) {
-    regions_.erase(rd->id);
+    return regions_.erase(rd->id) > 0;
   } else if (const auto* a = std::get_if<allocation_put>(&event)) {
     // Epochs only grow: a put older than what a commit told us is stale.
     auto it = allocations_.find(a->value.shard);
-    if (it == allocations_.end() || it->second.mod_revision < a->value.mod_revision) {
-      allocations_[a->value.shard] = a->value;
+    if (it != allocations_.end() && it->second.mod_revision >= a->value.mod_revision) {
+      return false;
     }
+    set_allocation(a->value);
   } else if (const auto* ad = std::get_if<allocation_deleted>(&event)) {
     auto it = allocations_.find(ad->shard);
-    if (it != allocations_.end() && it->second.mod_revision < ad->revision) {
-      allocations_.erase(it);
+    if (it == allocations_.end() || it->second.mod_revision >= ad->revision) {
+      return false;
     }
+    erase_allocation(it);
   } else if (const auto* h = std::get_if<handoff_put>(&event)) {
     auto it = handoffs_.find(h->value.shard);
-    if (!handoff_ended(h->value) &&
-        (it == handoffs_.end() || it->second.revision < h->value.revision)) {
-      handoffs_[h->value.shard] = h->value;
+    if (handoff_ended(h->value) ||
+        (it != handoffs_.end() && it->second.revision >= h->value.revision)) {
+      return false;
     }
+    handoffs_[h->value.shard] = h->value;
+    touched_.insert(h->value.shard);
   } else if (const auto* hd = std::get_if<handoff_deleted>(&event)) {
-    auto it = handoffs_.find(hd->shard);
-    if (it != handoffs_.end() && it->second.revision < hd->revision) {
-      handoffs_.erase(it);
-    }
     // The watch is past the deletion, so no older copy of the hand-off can come from it.
     auto ended = handoffs_ended_.find(hd->shard);
     if (ended != handoffs_ended_.end() && ended->second <= hd->revision) {
       handoffs_ended_.erase(ended);
     }
+    auto it = handoffs_.find(hd->shard);
+    if (it == handoffs_.end() || it->second.revision >= hd->revision) {
+      return false;
+    }
+    handoffs_.erase(it);
+    touched_.insert(hd->shard);
   } else if (const auto* st = std::get_if<shard_stopped>(&event)) {
     // Only the hand-off the old owner answered: a stop for an earlier one proves nothing now.
     auto it = handoffs_.find(st->shard);
-    if (it != handoffs_.end() && it->second.revision == st->handoff_revision) {
-      it->second.stopped = true;
+    if (it == handoffs_.end() || it->second.revision != st->handoff_revision ||
+        it->second.stopped) {
+      return false;
     }
+    it->second.stopped = true;
+    touched_.insert(st->shard);
+  }
+  return true;
+}
+
+void coordinator::set_allocation(const allocation& a) {
+  auto it = allocations_.find(a.shard);
+  if (it == allocations_.end()) {
+    allocations_.emplace(a.shard, a);
+  } else {
+    if (auto owner = owned_.find(it->second.owner); owner != owned_.end()) {
+      owner->second.erase(a.shard);
+      if (owner->second.empty()) {
+        owned_.erase(owner);
+      }
+    }
+    it->second = a;
+  }
+  owned_[a.owner].insert(a.shard);
+  touched_.insert(a.shard);
+}
+
+void coordinator::erase_allocation(std::map<shard_id, allocation>::iterator it) {
+  if (auto owner = owned_.find(it->second.owner); owner != owned_.end()) {
+    owner->second.erase(it->first);
+    if (owner->second.empty()) {
+      owned_.erase(owner);
+    }
+  }
+  touched_.insert(it->first);
+  allocations_.erase(it);
+}
+
+void coordinator::index_allocations() {
+  owned_.clear();
+  for (const auto& [shard, a] : allocations_) {
+    owned_[a.owner].insert(shard);
   }
 }
 
 void coordinator::on(const member_put& e, out& o) {
   if (change_applies(e.revision, e)) {
+    full_pass_ = true;  // who may host, and whose shards must move, may have changed
+    forget_view();
     reconcile(o);
   }
 }
 
 void coordinator::on(const member_deleted& e, out& o) {
   if (change_applies(e.revision, e)) {
+    full_pass_ = true;  // who may host, and whose shards must move, may have changed
+    forget_view();
     reconcile(o);
   }
 }
 
 void coordinator::on(const region_put& e, out& o) {
   if (change_applies(e.revision, e)) {
+    full_pass_ = true;  // who may host, and whose shards must move, may have changed
+    forget_view();
     reconcile(o);
   }
 }
 
 void coordinator::on(const region_deleted& e, out& o) {
   if (change_applies(e.revision, e)) {
+    full_pass_ = true;  // who may host, and whose shards must move, may have changed
+    forget_view();
     reconcile(o);
   }
 }
@@ -300,6 +366,7 @@ void coordinator::on(const home_requested& e, out& o) {
   if (std::find(waiting.begin(), waiting.end(), e.requester) == waiting.end()) {
     waiting.push_back(e.requester);
   }
+  touched_.insert(e.shard);
   reconcile(o);
 }
 
@@ -312,11 +379,12 @@ void coordinator::on(const write_committed& e, out& o) {
   writes_.erase(it);
   for (const auto shard : shards_of(write)) {
     busy_.erase(shard);
+    touched_.insert(shard);
   }
   auto allocate = [&](shard_id shard, const member_id& owner) {
-    auto& known = allocations_[shard];
-    if (known.mod_revision < e.revision) {
-      known = allocation{shard, owner, e.revision};
+    const auto known = allocations_.find(shard);
+    if (known == allocations_.end() || known->second.mod_revision < e.revision) {
+      set_allocation(allocation{shard, owner, e.revision});
     }
   };
   if (const auto* w = std::get_if<write_allocations>(&write)) {
@@ -353,6 +421,7 @@ void coordinator::write_outcome_not_known(write_id id, out& o) {
   }
   for (const auto shard : shards_of(it->second)) {
     busy_.erase(shard);
+    touched_.insert(shard);
   }
   writes_.erase(it);
   // A compare failed (or may have): the view that chose this write is wrong somewhere. Read
@@ -373,6 +442,7 @@ void coordinator::on(const tick& e, out& o) {
   if (!deciding()) {
     return;
   }
+  full_pass_ = true;  // timeouts, and decisions that waited for something else, are due
   reconcile(o);
   const bool due = !last_rebalance_ || e.now - *last_rebalance_ >= settings_.rebalance_interval;
   if (!due && !rebalance_wanted_) {
@@ -409,44 +479,168 @@ bool coordinator::may_host(const region_info& region) const {
 
 std::vector<region_view> coordinator::hosting_view() const {
   std::vector<region_view> view;
+  std::map<member_id, std::size_t> index;
   for (const auto& [id, region] : regions_) {
     if (!may_host(region)) {
       continue;
     }
     const auto& member = members_.at(id);
+    index.emplace(id, view.size());
     view.push_back(region_view{id, member.leaving, member.app_version, {}});
+    // The index by owner is ascending by shard, as the view's lists must be.
+    if (const auto owned = owned_.find(id); owned != owned_.end()) {
+      view.back().shards.assign(owned->second.begin(), owned->second.end());
+    }
   }
   // A shard counts for its owner, or for the target of its hand-off or of the write in flight
-  // for it; an abort in flight keeps it with its owner.
-  std::map<shard_id, member_id> owners;
-  for (const auto& [shard, a] : allocations_) {
-    owners[shard] = a.owner;
-  }
+  // for it; an abort in flight keeps it with its owner. Only these few shards are moved in the
+  // lists, so the view costs a copy of the index and nothing per allocation.
+  std::map<shard_id, const member_id*> moving;
   for (const auto& [shard, h] : handoffs_) {
-    owners[shard] = h.to;
+    moving[shard] = &h.to;
   }
   for (const auto& [id, write] : writes_) {
     if (const auto* w = std::get_if<write_allocations>(&write)) {
       for (const auto& a : w->shards) {
-        owners[a.shard] = a.owner;
+        moving[a.shard] = &a.owner;
       }
     } else if (const auto* b = std::get_if<begin_handoffs>(&write)) {
       for (const auto& s : b->shards) {
-        owners[s.shard] = s.to;
+        moving[s.shard] = &s.to;
       }
     } else if (const auto* c = std::get_if<commit_handoff>(&write)) {
-      owners[c->shard] = c->to;
+      moving[c->shard] = &c->to;
     } else if (auto a = allocations_.find(std::get<abort_handoff>(write).shard);
                a != allocations_.end()) {
-      owners[a->first] = a->second.owner;
+      moving[a->first] = &a->second.owner;
     }
   }
-  for (const auto& [shard, owner] : owners) {
-    if (auto* r = find_region(view, owner)) {
-      r->shards.push_back(shard);  // ascending: owners is ordered by shard
+  for (const auto& [shard, to] : moving) {
+    const auto a = allocations_.find(shard);
+    if (a != allocations_.end()) {
+      if (a->second.owner == *to) {
+        continue;
+      }
+      if (auto from = index.find(a->second.owner); from != index.end()) {
+        auto& shards = view[from->second].shards;
+        if (auto at = std::lower_bound(shards.begin(), shards.end(), shard);
+            at != shards.end() && *at == shard) {
+          shards.erase(at);
+        }
+      }
+    }
+    if (auto it = index.find(*to); it != index.end()) {
+      add_shard(view[it->second], shard);
     }
   }
   return view;
+}
+
+std::vector<region_view>& coordinator::cached_view() {
+  if (!view_) {
+    view_ = hosting_view();
+    view_index_.clear();
+    view_place_.clear();
+    view_stale_.clear();
+    view_picks_.clear();
+    for (std::size_t i = 0; i < view_->size(); ++i) {
+      view_index_.emplace((*view_)[i].region, i);
+      for (const auto shard : (*view_)[i].shards) {
+        view_place_[shard] = i;
+      }
+    }
+    return *view_;
+  }
+  auto& view = *view_;
+  auto erase = [&](std::size_t region, shard_id shard) {
+    auto& shards = view[region].shards;
+    if (auto at = std::lower_bound(shards.begin(), shards.end(), shard);
+        at != shards.end() && *at == shard) {
+      shards.erase(at);
+    }
+  };
+  // Undo what the last passes' picks added, then put each changed shard where it counts now:
+  // the same lists hosting_view() would build, at the cost of what changed.
+  for (const auto& [shard, region] : view_picks_) {
+    erase(region, shard);
+  }
+  view_picks_.clear();
+  for (const auto shard : view_stale_) {
+    if (auto place = view_place_.find(shard); place != view_place_.end()) {
+      erase(place->second, shard);
+      view_place_.erase(place);
+    }
+    if (const auto* owner = counted_owner(shard)) {
+      if (auto it = view_index_.find(*owner); it != view_index_.end()) {
+        add_shard(view[it->second], shard);
+        view_place_[shard] = it->second;
+      }
+    }
+  }
+  view_stale_.clear();
+  return view;
+}
+
+const member_id* coordinator::counted_owner(shard_id shard) const {
+  const auto a = allocations_.find(shard);
+  if (const auto busy = busy_.find(shard); busy != busy_.end()) {
+    if (const auto w = writes_.find(busy->second); w != writes_.end()) {
+      if (const auto* wa = std::get_if<write_allocations>(&w->second)) {
+        for (const auto& x : wa->shards) {
+          if (x.shard == shard) return &x.owner;
+        }
+      } else if (const auto* b = std::get_if<begin_handoffs>(&w->second)) {
+        for (const auto& x : b->shards) {
+          if (x.shard == shard) return &x.to;
+        }
+      } else if (const auto* c = std::get_if<commit_handoff>(&w->second)) {
+        return &c->to;
+      } else if (a != allocations_.end()) {
+        return &a->second.owner;  // an abort keeps the shard with its owner
+      }
+    }
+  }
+  if (const auto h = handoffs_.find(shard); h != handoffs_.end()) {
+    return &h->second.to;
+  }
+  return a == allocations_.end() ? nullptr : &a->second.owner;
+}
+
+void coordinator::forget_view() {
+  view_.reset();
+  view_index_.clear();
+  view_place_.clear();
+  view_stale_.clear();
+  view_picks_.clear();
+}
+
+region_view* coordinator::find_in(std::vector<region_view>& view, const member_id& id) {
+  if (view_ && &view == &*view_) {
+    const auto it = view_index_.find(id);
+    return it == view_index_.end() ? nullptr : &view[it->second];
+  }
+  return find_region(view, id);
+}
+
+void coordinator::add_to(std::vector<region_view>& view, region_view& region, shard_id shard) {
+  add_shard(region, shard);
+  if (view_ && &view == &*view_) {
+    view_picks_.emplace_back(shard, static_cast<std::size_t>(&region - view.data()));
+    view_stale_.insert(shard);
+  }
+}
+
+void coordinator::remove_from(std::vector<region_view>& view, const member_id& region,
+                              shard_id shard) {
+  if (auto* r = find_in(view, region)) {
+    if (auto at = std::lower_bound(r->shards.begin(), r->shards.end(), shard);
+        at != r->shards.end() && *at == shard) {
+      r->shards.erase(at);
+    }
+  }
+  if (view_ && &view == &*view_) {
+    view_stale_.insert(shard);
+  }
 }
 
 std::optional<member_id> coordinator::choose(shard_id shard, std::vector<region_view>& view,
@@ -464,7 +658,7 @@ std::optional<member_id> coordinator::choose(shard_id shard, std::vector<region_
   if (!pick) {
     return std::nullopt;
   }
-  auto* region = find_region(view, *pick);
+  auto* region = find_in(view, *pick);
   if (region == nullptr) {
     o.emplace_back(strategy_error{
         shard, "the allocation strategy chose " + describe(*pick) +
@@ -473,7 +667,7 @@ std::optional<member_id> coordinator::choose(shard_id shard, std::vector<region_
     return std::nullopt;
   }
   // Later picks in the same pass see this one.
-  add_shard(*region, shard);
+  add_to(view, *region, shard);
   return pick;
 }
 
@@ -487,6 +681,7 @@ void coordinator::emit(pending_write write, out& o) {
       write);
   for (const auto shard : shards_of(write)) {
     busy_[shard] = id;
+    view_stale_.insert(shard);  // it counts for the write's target now
   }
   std::visit([&](const auto& w) { o.emplace_back(w); }, write);
   writes_.emplace(id, std::move(write));
@@ -494,44 +689,58 @@ void coordinator::emit(pending_write write, out& o) {
 
 void coordinator::reconcile(out& o) {
   if (!deciding()) {
-    return;
+    return;  // what changed meanwhile stays marked: the pass after the read is a full one
   }
+  // Only what changed since the last pass can lead to a new decision, unless members, regions,
+  // a read or the time changed: then everything is looked at again.
+  const bool full = std::exchange(full_pass_, false);
+  const auto touched = std::exchange(touched_, {});
+  view_stale_.insert(touched.begin(), touched.end());
+
   // 1. Answer whoever waits for a shard whose owner lives and is not being replaced; during a
   // hand-off the answer waits for its commit or abort.
-  for (auto it = waiters_.begin(); it != waiters_.end();) {
+  auto answer = [&](std::map<shard_id, std::vector<member_id>>::iterator it) {
     const auto a = allocations_.find(it->first);
     if (a != allocations_.end() && !busy_.contains(it->first) && !handoffs_.contains(it->first) &&
         members_.contains(a->second.owner)) {
       for (const auto& requester : it->second) {
         o.emplace_back(answer_home{requester, it->first, a->second.owner, a->second.mod_revision});
       }
-      it = waiters_.erase(it);
-    } else {
-      ++it;
+      return waiters_.erase(it);
+    }
+    return std::next(it);
+  };
+  if (full) {
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      it = answer(it);
+    }
+  } else {
+    for (const auto shard : touched) {
+      if (auto it = waiters_.find(shard); it != waiters_.end()) {
+        answer(it);
+      }
     }
   }
 
   // 2. Hand-offs: commit the stopped ones, abort those whose owner is gone or too slow.
-  auto view = hosting_view();
-  decide_handoffs(view, o);
-  if (view.empty()) {
+  lazy_view view(*this);
+  decide_handoffs(full, touched, view, o);
+  if (std::none_of(regions_.begin(), regions_.end(),
+                   [&](const auto& r) { return may_host(r.second); })) {
     return;  // nowhere to put anything: retried when a region that may host appears
   }
 
   // 3. Shards of members whose key is gone (and only those: a member whose key exists may still
   // run its entities). One write per dead member and batch, comparing the old epochs. A shard
   // being handed off waits for the abort.
-  std::map<member_id, std::vector<const allocation*>> orphans;
-  for (const auto& [shard, a] : allocations_) {
-    if (!members_.contains(a.owner) && !busy_.contains(shard) && !handoffs_.contains(shard)) {
-      orphans[a.owner].push_back(&a);
-    }
-  }
-  for (const auto& [owner, shards] : orphans) {
+  auto reallocate = [&](const member_id& owner, const auto& shards) {
     std::vector<allocation_write> batch;
-    for (const auto* a : shards) {
-      if (auto to = choose(a->shard, view, o)) {
-        batch.push_back(allocation_write{a->shard, *to, a->mod_revision});
+    for (const auto shard : shards) {
+      if (busy_.contains(shard) || handoffs_.contains(shard)) {
+        continue;
+      }
+      if (auto to = choose(shard, view.get(), o)) {
+        batch.push_back(allocation_write{shard, *to, allocations_.at(shard).mod_revision});
       }
       if (batch.size() == max_shards_per_write) {
         emit(write_allocations{.shards = std::exchange(batch, {}), .dead_owner = owner}, o);
@@ -540,19 +749,48 @@ void coordinator::reconcile(out& o) {
     if (!batch.empty()) {
       emit(write_allocations{.shards = std::move(batch), .dead_owner = owner}, o);
     }
+  };
+  if (full) {
+    for (const auto& [owner, shards] : owned_) {
+      if (!members_.contains(owner)) {
+        reallocate(owner, shards);
+      }
+    }
+  } else {
+    std::map<member_id, std::vector<shard_id>> dead;  // ascending, as on a full pass
+    for (const auto shard : touched) {
+      const auto a = allocations_.find(shard);
+      if (a != allocations_.end() && !members_.contains(a->second.owner)) {
+        dead[a->second.owner].push_back(shard);
+      }
+    }
+    for (const auto& [owner, shards] : dead) {
+      reallocate(owner, shards);
+    }
   }
 
   // 4. Shards someone asked for that have no allocation: create if absent.
   std::vector<allocation_write> batch;
-  for (const auto& [shard, requesters] : waiters_) {
+  auto create = [&](shard_id shard) {
     if (allocations_.contains(shard) || busy_.contains(shard) || handoffs_.contains(shard)) {
-      continue;
+      return;
     }
-    if (auto to = choose(shard, view, o)) {
+    if (auto to = choose(shard, view.get(), o)) {
       batch.push_back(allocation_write{shard, *to, 0});
     }
     if (batch.size() == max_shards_per_write) {
       emit(write_allocations{.shards = std::exchange(batch, {}), .dead_owner = std::nullopt}, o);
+    }
+  };
+  if (full) {
+    for (const auto& [shard, requesters] : waiters_) {
+      create(shard);
+    }
+  } else {
+    for (const auto shard : touched) {
+      if (waiters_.contains(shard)) {
+        create(shard);
+      }
     }
   }
   if (!batch.empty()) {
@@ -561,14 +799,36 @@ void coordinator::reconcile(out& o) {
 
   // 5. A leaving member's shards move by hand-off while its lease lives, so none waits for the
   // dead-owner path.
-  std::vector<handoff_start> starts;
-  for (const auto& [shard, a] : allocations_) {
-    const auto owner = members_.find(a.owner);
-    if (owner == members_.end() || !owner->second.leaving || busy_.contains(shard) ||
-        handoffs_.contains(shard)) {
-      continue;
+  auto leaves = [&](const member_id& owner) {
+    const auto m = members_.find(owner);
+    return m != members_.end() && m->second.leaving;
+  };
+  std::vector<shard_id> leaving;
+  if (full) {
+    for (const auto& [id, member] : members_) {
+      const auto owned = owned_.find(id);
+      if (!member.leaving || owned == owned_.end()) {
+        continue;
+      }
+      for (const auto shard : owned->second) {
+        if (!busy_.contains(shard) && !handoffs_.contains(shard)) {
+          leaving.push_back(shard);
+        }
+      }
     }
-    if (auto start = plan_move(a, view, o)) {
+    std::sort(leaving.begin(), leaving.end());  // in shard order, whoever owns them
+  } else {
+    for (const auto shard : touched) {  // ascending already
+      const auto a = allocations_.find(shard);
+      if (a != allocations_.end() && leaves(a->second.owner) && !busy_.contains(shard) &&
+          !handoffs_.contains(shard)) {
+        leaving.push_back(shard);
+      }
+    }
+  }
+  std::vector<handoff_start> starts;
+  for (const auto shard : leaving) {
+    if (auto start = plan_move(allocations_.at(shard), view.get(), o)) {
       starts.push_back(std::move(*start));
     }
   }

@@ -24,7 +24,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -83,6 +85,20 @@ class coordinator {
     time_point since{};
   };
   using out = std::vector<coordinator_decision>;
+  // The hosting view of one pass, brought up to date on first use (cached_view): most events
+  // need none.
+  class lazy_view {
+   public:
+    explicit lazy_view(coordinator& c) : c_(c) {}
+    std::vector<region_view>& get() {
+      if (view_ == nullptr) view_ = &c_.cached_view();
+      return *view_;
+    }
+
+   private:
+    coordinator& c_;
+    std::vector<region_view>* view_ = nullptr;
+  };
 
   void on(const elected& e, out& o);
   void on(const deposed& e, out& o);
@@ -105,12 +121,21 @@ class coordinator {
   void on(const rebalance_requested& e, out& o);
 
   void reset();
-  // Applies a change event unless a read covers it; returns whether it was applied.
+  // Applies a change event unless a read covers it; returns whether it changed anything.
   bool change_applies(store_revision revision, const coordinator_event& event);
-  void apply_change(const coordinator_event& event);
+  // Returns whether the change changed what the coordinator knows (the watch also brings back
+  // the coordinator's own writes, which its commits already recorded).
+  bool apply_change(const coordinator_event& event);
+  // Every change of allocations_ goes through these, so owned_ stays its index by owner.
+  void set_allocation(const allocation& a);
+  void erase_allocation(std::map<shard_id, allocation>::iterator it);
+  void index_allocations();
   void write_outcome_not_known(write_id id, out& o);
   void reconcile(out& o);
-  void decide_handoffs(std::vector<region_view>& view, out& o);
+  // Commits or aborts the hand-offs that can act: all of them on a full pass, else those of the
+  // shards touched since the last pass.
+  void decide_handoffs(bool full, const std::set<shard_id>& touched, lazy_view& view, out& o);
+  void decide_handoff(const handoff& h, lazy_view& view, out& o);
   // Runs a round unless one cannot run now (hand-offs or writes in progress, a member leaving);
   // returns whether it ran.
   bool rebalance(out& o);
@@ -118,13 +143,26 @@ class coordinator {
   void publish_loads();
   [[nodiscard]] bool may_host(const region_info& region) const;
   [[nodiscard]] std::vector<region_view> hosting_view() const;
+  // The hosting view kept between passes: built by hosting_view() when there is none, else
+  // brought up to date by putting each shard marked stale where the state says it counts.
+  std::vector<region_view>& cached_view();
+  // The member a shard counts for in the view: the target of its write in flight or of its
+  // hand-off, else its owner (an abort in flight keeps it with its owner).
+  [[nodiscard]] const member_id* counted_owner(shard_id shard) const;
+  // After a change of members or regions: the next pass that needs a view builds it anew.
+  void forget_view();
+  // The region `id` in `view` (through the index when `view` is the kept one), or null.
+  region_view* find_in(std::vector<region_view>& view, const member_id& id);
+  // Adds or removes a pick's shard in `view`, marking it for cached_view to set right.
+  void add_to(std::vector<region_view>& view, region_view& region, shard_id shard);
+  void remove_from(std::vector<region_view>& view, const member_id& region, shard_id shard);
   // Asks the strategy, checks its answer and records the pick in `view`.
   std::optional<member_id> choose(shard_id shard, std::vector<region_view>& view, out& o);
   // Where `a`'s shard should go instead of its owner, or nullopt to leave it there.
   std::optional<handoff_start> plan_move(const allocation& a, std::vector<region_view>& view,
                                          out& o);
   // The region a stopped hand-off gives its shard to, or nullopt to wait for one.
-  std::optional<member_id> handoff_target(const handoff& h, std::vector<region_view>& view, out& o);
+  std::optional<member_id> handoff_target(const handoff& h, lazy_view& view, out& o);
   [[nodiscard]] bool handoff_timed_out(const handoff& h) const;
   // Whether `h` is one this coordinator already ended (by a commit or an abort).
   [[nodiscard]] bool handoff_ended(const handoff& h) const;
@@ -146,8 +184,25 @@ class coordinator {
   std::map<member_id, member_info> members_;
   std::map<member_id, region_info> regions_;
   std::map<shard_id, allocation> allocations_;
+  // The shards each owner holds in allocations_ (an index, for the passes over dead and leaving
+  // owners, which would otherwise walk every allocation at every event).
+  std::map<member_id, std::set<shard_id>> owned_;
   std::map<shard_id, handoff> handoffs_;
   std::map<shard_id, handoff_clock> handoff_clocks_;
+  // What changed since the last reconcile, so that it revisits only that: the shards whose
+  // allocation, hand-off, outstanding write or waiters changed, or everything (full_pass_) after
+  // a change of members or regions, a read or a tick. A decision that had to wait for something
+  // else (a strategy with no answer, a timeout) is retried at the latest on the next tick.
+  std::set<shard_id> touched_;
+  bool full_pass_ = true;
+  // The hosting view kept between passes (cached_view), the position of each region in it, the
+  // region each shard was last put in, the shards whose place may be wrong since (touched,
+  // written or picked), and the shards a pass's picks added, with where.
+  std::optional<std::vector<region_view>> view_;
+  std::map<member_id, std::size_t> view_index_;
+  std::unordered_map<shard_id, std::size_t> view_place_;
+  std::set<shard_id> view_stale_;
+  std::vector<std::pair<shard_id, std::size_t>> view_picks_;
   // The revision of this coordinator's commit or abort that ended each shard's last hand-off,
   // until a read or the watch has passed it: older copies of that hand-off must not come back.
   std::map<shard_id, store_revision> handoffs_ended_;
