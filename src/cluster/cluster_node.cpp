@@ -320,6 +320,8 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
   lo.standing = s->standing;
   if (s->options.metrics) {
     s->metrics = std::make_shared<cluster_recorder>(*s->options.metrics);
+    s->metrics->identify(s->options.cluster_name, s->options.node, s->address,
+                         s->options.app_version);
     lo.on_renewed = [m = s->metrics](duration took) { m->lease_renewed(took); };
   }
   std::weak_ptr<state> weak = s;

@@ -60,7 +60,15 @@ cluster_recorder::cluster_recorder(metrics_registry& registry)
                                       "Rebalance rounds this node's coordinator ran", {"type"})),
       leading_(registry.gauge_family("troupe_coordinator_leader",
                                      "1 while this node's coordinator of the type leads it, else 0",
-                                     {"type"})) {}
+                                     {"type"})),
+      info_(registry.gauge_family("troupe_node_info",
+                                  "The node's identity in its labels; the value is always 1",
+                                  {"cluster", "node", "address", "app_version"})) {}
+
+void cluster_recorder::identify(std::string_view cluster, std::string_view node,
+                                std::string_view address, std::string_view app_version) {
+  info_.with({cluster, node, address, app_version}).set(1.0);
+}
 
 void cluster_recorder::lease_renewed(duration round_trip) noexcept {
   renewals_.observe(seconds(round_trip));

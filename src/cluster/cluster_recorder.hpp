@@ -17,6 +17,11 @@ class cluster_recorder {
  public:
   explicit cluster_recorder(metrics_registry& registry);
 
+  /// The node's identity as the labels of troupe_node_info (value 1), Prometheus' convention
+  /// for what a target is: a query joins it on `instance` to name the node a series came from.
+  void identify(std::string_view cluster, std::string_view node, std::string_view address,
+                std::string_view app_version);
+
   void lease_renewed(duration round_trip) noexcept;
   void fenced(fence_reason why);
 
@@ -37,6 +42,7 @@ class cluster_recorder {
   metric_family<histogram>& handoff_seconds_;
   metric_family<counter>& rounds_;
   metric_family<gauge>& leading_;
+  metric_family<gauge>& info_;
 };
 
 }  // namespace troupe::cluster

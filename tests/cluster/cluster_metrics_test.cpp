@@ -3,7 +3,7 @@
 // tests/cluster/support/tally_world.hpp: every node times its lease renewals; exactly one node
 // leads the type; the leader counts the shards it allocates, the hand-offs it begins and
 // completes when a node joins (with their durations) and its rebalance rounds; and a node that
-// leaves counts its fence, by reason.
+// leaves counts its fence, by reason. Each node names itself in troupe_node_info.
 #include <troupe/core/metrics.hpp>
 #include <troupe/sharding/coordination/allocation_strategy.hpp>
 #include <troupe/testkit/metric_values.hpp>
@@ -56,6 +56,13 @@ TEST(cluster_metrics, count_renewals_leadership_allocations_handoffs_rounds_and_
   auto& leader = a_leads ? *ra : *rb;
   auto& follower = a_leads ? *rb : *ra;
   EXPECT_EQ(count(leader, "troupe_coordinator_leader", {"tally"}), 1.0);
+  // Each node names itself in troupe_node_info's labels (the app version is unset here).
+  EXPECT_EQ(
+      count(*ra, "troupe_node_info", {"faults", "a", to_string(a.node.remote->self().address), ""}),
+      1.0);
+  EXPECT_EQ(
+      count(*rb, "troupe_node_info", {"faults", "b", to_string(b.node.remote->self().address), ""}),
+      1.0);
   EXPECT_EQ(count(follower, "troupe_coordinator_leader", {"tally"}), 0.0);
 
   std::vector<std::string> ids;
