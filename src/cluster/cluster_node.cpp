@@ -3,6 +3,7 @@
 #include <troupe/core/errc.hpp>
 #include <troupe/persistence/persistence_extension.hpp>
 #include <troupe/persistence/remembered_in_store.hpp>
+#include <troupe/sharding/coordination/strategy_config.hpp>
 
 #include "cluster/cluster_recorder.hpp"
 #include "cluster/cluster_state_reader.hpp"
@@ -202,7 +203,7 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
       ro.retry = options.retry;
       ro.metrics = metrics;
       auto strategy =
-          options.strategy ? options.strategy(s) : coord::make_hash_mod_regions_strategy();
+          options.strategy ? options.strategy(s) : coord::strategy_from_config(system->config());
       // Answers travel as the allocations every region watches.
       runner = coordinator_runner::start(store, clock, std::move(ro), std::move(strategy),
                                          [](const coord::answer_home&) {});

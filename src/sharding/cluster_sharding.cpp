@@ -2,6 +2,7 @@
 
 #include <troupe/core/config.hpp>
 #include <troupe/core/dead_letters.hpp>
+#include <troupe/sharding/coordination/strategy_config.hpp>
 #include <troupe/sharding/entity_path.hpp>
 
 #include <algorithm>
@@ -101,7 +102,8 @@ region_settings resolve_settings(actor_system& system, const std::string& type_n
       {"number-of-shards", "remember-entities", "remember-entities-start-rate",
        "entity-restart-backoff", "passivation-idle", "shard-passivation-idle", "max-entities",
        "buffer-size", "entity-mailbox-capacity", "entity-mailbox-overflow", "entity-supervision",
-       "shard-capacity", "rebalance-interval", "hand-off-timeout", "leave-timeout", "types"});
+       "shard-capacity", "rebalance-interval", "hand-off-timeout", "leave-timeout",
+       "allocation-strategy", "rebalance-relative-limit", "rebalance-absolute-limit", "types"});
   if (file.has(own)) {
     file.check_known_keys(
         own, {"number-of-shards", "remember-entities", "remember-entities-start-rate",
@@ -203,6 +205,7 @@ region_settings resolve_settings(actor_system& system, const std::string& type_n
   if (auto d = file.get_duration(base + ".leave-timeout"); d && *d <= duration::zero()) {
     fail("leave-timeout", "must be positive");
   }
+  (void)coordination::strategy_from_config(file);  // its keys' errors, before the cluster
   if (proxy) s.proxy = *proxy;
   if (role) s.role = *role;
   return s;

@@ -54,7 +54,8 @@ struct cluster_node_options {
   duration lease_margin = std::chrono::milliseconds(500);
   /// How long before a failed store request or an unanswered home request is repeated.
   duration retry = std::chrono::milliseconds(500);
-  /// Each type's allocation strategy; empty: the spec's default, hash mod regions.
+  /// Each type's allocation strategy; empty: the config's (`troupe.sharding.allocation-strategy`
+  /// and the rebalance limits, coordination/strategy_config.hpp), by default hash mod regions.
   std::function<std::unique_ptr<sharding::coordination::allocation_strategy>(
       const sharding::region_settings&)>
       strategy;
