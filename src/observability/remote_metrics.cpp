@@ -39,6 +39,12 @@ void remote_metrics::refresh() {
           last_.bytes_sent, now.bytes_sent);
   advance(total(r, "troupe_remote_bytes_received_total", "Bytes read from other nodes' streams"),
           last_.bytes_received, now.bytes_received);
+  advance(total(r, "troupe_remote_frames_sent_total",
+                "Frames written to other nodes, control frames included"),
+          last_.frames_sent, now.frames_sent);
+  advance(total(r, "troupe_remote_frames_received_total",
+                "Frames read from other nodes, control frames included"),
+          last_.frames_received, now.frames_received);
   advance(total(r, "troupe_remote_frames_refused_total",
                 "Malformed or oversized frames (each closed its connection)"),
           last_.frames_refused, now.frames_refused);
@@ -60,6 +66,14 @@ void remote_metrics::refresh() {
 
   auto& bytes = r.counter_family("troupe_remote_peer_bytes_sent_total", "Bytes written to the peer",
                                  {"peer"}, max_peers);
+  auto& bytes_in = r.counter_family("troupe_remote_peer_bytes_received_total",
+                                    "Bytes read from the peer", {"peer"}, max_peers);
+  auto& frames_out =
+      r.counter_family("troupe_remote_peer_frames_sent_total",
+                       "Frames written to the peer, control frames included", {"peer"}, max_peers);
+  auto& frames_in =
+      r.counter_family("troupe_remote_peer_frames_received_total",
+                       "Frames read from the peer, control frames included", {"peer"}, max_peers);
   auto& connections =
       r.counter_family("troupe_remote_peer_connections_total",
                        "Connections to the peer that completed a handshake", {"peer"}, max_peers);
@@ -76,6 +90,9 @@ void remote_metrics::refresh() {
     seen.insert(peer);
     auto& last = last_peers_[peer];
     advance(bytes.with({peer}), last.bytes_sent, p.bytes_sent);
+    advance(bytes_in.with({peer}), last.bytes_received, p.bytes_received);
+    advance(frames_out.with({peer}), last.frames_sent, p.frames_sent);
+    advance(frames_in.with({peer}), last.frames_received, p.frames_received);
     advance(connections.with({peer}), last.connections, p.connections);
     queued.with({peer}).set(static_cast<double>(p.queued_messages));
     queued_bytes.with({peer}).set(static_cast<double>(p.queued_bytes));
@@ -90,6 +107,9 @@ void remote_metrics::refresh() {
     }
     const std::string_view peer = *it;
     bytes.remove({peer});
+    bytes_in.remove({peer});
+    frames_out.remove({peer});
+    frames_in.remove({peer});
     connections.remove({peer});
     queued.remove({peer});
     queued_bytes.remove({peer});

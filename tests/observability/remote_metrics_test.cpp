@@ -74,6 +74,29 @@ TEST(RemoteMetrics, CountMessagesBytesAndConnectionsPerPeer) {
   EXPECT_EQ(metric_value(rb.collect(), "troupe_remote_messages_received_total"), 500.0);
   EXPECT_GE(metric_value(rb.collect(), "troupe_remote_bytes_received_total").value_or(0), bytes);
 
+  // Frames: one per message, plus the control frames (at least the handshake out and its
+  // accept back). The receiver read every one the sender wrote to it.
+  const double frames_out = metric_value(sent, "troupe_remote_frames_sent_total").value_or(0);
+  EXPECT_GE(frames_out, 501.0);
+  EXPECT_GE(metric_value(sent, "troupe_remote_peer_frames_sent_total", {peer}), frames_out)
+      << "one peer: all the frames went to it (a heartbeat may come between the reads)";
+  EXPECT_GE(metric_value(sent, "troupe_remote_frames_received_total").value_or(0), 1.0)
+      << "the handshake's accept";
+  const std::string sender = cluster::to_string(a.address());
+  await_condition(
+      [&] {
+        return metric_value(rb.collect(), "troupe_remote_frames_received_total").value_or(0) >=
+               frames_out;
+      },
+      10s, "every frame read");
+  EXPECT_GE(
+      metric_value(rb.collect(), "troupe_remote_peer_frames_received_total", {sender}).value_or(0),
+      500.0)
+      << "the messages, counted for the peer that sent them";
+  EXPECT_GT(
+      metric_value(rb.collect(), "troupe_remote_peer_bytes_received_total", {sender}).value_or(0),
+      500.0 * 6);
+
   // Collecting again adds nothing that did not happen.
   EXPECT_EQ(metric_value(ra.collect(), "troupe_remote_messages_sent_total"), 500.0);
   // The exposition carries them.

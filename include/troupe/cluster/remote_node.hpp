@@ -53,6 +53,8 @@ struct remote_stats {
   std::uint64_t peers_unreachable = 0;   // connections dropped for silence or failed handshakes
   std::uint64_t bytes_sent = 0;          // written to every stream, frames and headers included
   std::uint64_t bytes_received = 0;      // read from every stream
+  std::uint64_t frames_sent = 0;         // messages, system, handshake and heartbeat frames
+  std::uint64_t frames_received = 0;     // every well-formed frame read, control frames included
 };
 
 /// What a node knows of its connection to another node (remote_node::peers()).
@@ -67,6 +69,11 @@ struct peer_status {
   bool unreachable = false;
   /// Bytes written to it, over every connection so far.
   std::uint64_t bytes_sent = 0;
+  /// Bytes read from it after its handshake, on the streams in both directions.
+  std::uint64_t bytes_received = 0;
+  /// Frames written to it and read from it (control frames included), on both streams.
+  std::uint64_t frames_sent = 0;
+  std::uint64_t frames_received = 0;
   /// Connections that completed a handshake (the first, then one per reconnect).
   std::uint64_t connections = 0;
   /// Messages waiting to be written to it now, and the bytes of those already encoded.

@@ -6,6 +6,7 @@
 ///
 /// troupe_remote_messages_sent_total / _received_total    messages to and from other nodes
 /// troupe_remote_bytes_sent_total / _received_total       bytes written to and read from streams
+/// troupe_remote_frames_sent_total / _received_total      frames, control frames included
 /// troupe_remote_frames_refused_total                     malformed or oversized frames
 /// troupe_remote_undecodable_messages_total               arrived and dead-lettered undecoded
 /// troupe_remote_queue_overflows_total                    dropped over a peer's queue bound
@@ -13,6 +14,8 @@
 /// troupe_remote_peers_lost_total                         peers declared lost
 /// troupe_remote_peers_unreachable_total                  connections dropped for silence
 /// troupe_remote_peer_bytes_sent_total{peer}              bytes written to that peer
+/// troupe_remote_peer_bytes_received_total{peer}          bytes read from it after its handshake
+/// troupe_remote_peer_frames_sent_total{peer} / _received_total{peer}   frames to and from it
 /// troupe_remote_peer_connections_total{peer}             handshakes completed (1 + reconnects)
 /// troupe_remote_peer_queued_messages{peer}               waiting to be written to it now
 /// troupe_remote_peer_queued_bytes{peer}                  of those, the bytes already encoded
@@ -47,6 +50,9 @@ class remote_metrics {
  private:
   struct peer_counts {
     std::uint64_t bytes_sent = 0;
+    std::uint64_t bytes_received = 0;
+    std::uint64_t frames_sent = 0;
+    std::uint64_t frames_received = 0;
     std::uint64_t connections = 0;
   };
 

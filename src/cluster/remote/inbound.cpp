@@ -36,10 +36,18 @@ void inbound::start() {
 
 void inbound::on_data(std::span<const std::byte> bytes) {
   if (closing_) return;
-  core_.counters.bytes_received.fetch_add(bytes.size(), std::memory_order_relaxed);
-  const bool fed = decoder_.feed(bytes, [this](const wire::frame_view& f) {
+  std::size_t frames = 0;
+  const bool fed = decoder_.feed(bytes, [this, &frames](const wire::frame_view& f) {
+    ++frames;
     if (!closing_) on_frame(f);
   });
+  // Before the handshake names the peer, the traffic counts only in the node's totals.
+  if (peer_) {
+    peer_->count_received(frames, bytes.size());
+  } else {
+    core_.counters.frames_received.fetch_add(frames, std::memory_order_relaxed);
+    core_.counters.bytes_received.fetch_add(bytes.size(), std::memory_order_relaxed);
+  }
   // Once per read, not per frame: a read holds many frames, and the time is all heartbeats need.
   if (peer_) peer_->heard_from();
   if (!fed) {
@@ -142,12 +150,20 @@ void inbound::refuse(const std::string& reason) {
 
 void inbound::reply(wire::frame_kind kind, const std::function<void(byte_buffer&)>& fill) {
   wire::append_frame(pending_writes_, kind, fill);
+  ++pending_frames_;
   send_pending();
 }
 
 void inbound::send_pending() {
   if (writing_ || pending_writes_.empty()) return;
   writing_ = true;
+  const auto frames = std::exchange(pending_frames_, 0);
+  if (peer_) {
+    peer_->count_sent(frames, pending_writes_.size());
+  } else {
+    core_.counters.frames_sent.fetch_add(frames, std::memory_order_relaxed);
+    core_.counters.bytes_sent.fetch_add(pending_writes_.size(), std::memory_order_relaxed);
+  }
   stream_->async_write(std::exchange(pending_writes_, {}),
                        [self = shared_from_this()](std::error_code ec) {
                          self->writing_ = false;

@@ -50,6 +50,7 @@ class inbound : public std::enable_shared_from_this<inbound> {
   bool writing_ = false;
   bool closing_ = false;
   byte_buffer pending_writes_;
+  std::size_t pending_frames_ = 0;                         // in pending_writes_
   message_reader reader_;                                  // the stream's slot tables
   std::vector<intrusive_ptr<actor_target>> recipients_;    // by slot - 1, as resolved
   std::vector<const message_registry::entry*> manifests_;  // by slot - 1

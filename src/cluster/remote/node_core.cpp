@@ -193,11 +193,11 @@ void node_core::forget(inbound* in) {
 
 remote_stats node_core::stats() const {
   auto get = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  return remote_stats{get(counters.sent),           get(counters.received),
-                      get(counters.frames_refused), get(counters.undecodable),
-                      get(counters.overflows),      get(counters.refused),
-                      get(counters.peers_lost),     get(counters.peers_unreachable),
-                      get(counters.bytes_sent),     get(counters.bytes_received)};
+  return remote_stats{
+      get(counters.sent),           get(counters.received),          get(counters.frames_refused),
+      get(counters.undecodable),    get(counters.overflows),         get(counters.refused),
+      get(counters.peers_lost),     get(counters.peers_unreachable), get(counters.bytes_sent),
+      get(counters.bytes_received), get(counters.frames_sent),       get(counters.frames_received)};
 }
 
 std::vector<peer_status> node_core::peers() const {

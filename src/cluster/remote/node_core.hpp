@@ -81,7 +81,7 @@ class node_core : public std::enable_shared_from_this<node_core> {
   struct counters {
     std::atomic<std::uint64_t> sent{0}, received{0}, frames_refused{0}, undecodable{0},
         overflows{0}, refused{0}, peers_lost{0}, peers_unreachable{0}, bytes_sent{0},
-        bytes_received{0};
+        bytes_received{0}, frames_sent{0}, frames_received{0};
   } counters;
 
  private:

@@ -68,6 +68,20 @@ void peer::dead_letter(outgoing& item, std::error_code code, const std::string& 
   item.message = nullptr;
 }
 
+void peer::count_sent(std::size_t frames, std::size_t bytes) noexcept {
+  frames_sent_.fetch_add(frames, std::memory_order_relaxed);
+  bytes_sent_.fetch_add(bytes, std::memory_order_relaxed);
+  core_->counters.frames_sent.fetch_add(frames, std::memory_order_relaxed);
+  core_->counters.bytes_sent.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void peer::count_received(std::size_t frames, std::size_t bytes) noexcept {
+  frames_received_.fetch_add(frames, std::memory_order_relaxed);
+  bytes_received_.fetch_add(bytes, std::memory_order_relaxed);
+  core_->counters.frames_received.fetch_add(frames, std::memory_order_relaxed);
+  core_->counters.bytes_received.fetch_add(bytes, std::memory_order_relaxed);
+}
+
 // -- the outbound stream (I/O thread) -----------------------------------------------------
 
 peer_status peer::status() {
@@ -75,6 +89,9 @@ peer_status peer::status() {
   s.address = address_;
   s.incarnation = incarnation();
   s.bytes_sent = bytes_sent_.load(std::memory_order_relaxed);
+  s.bytes_received = bytes_received_.load(std::memory_order_relaxed);
+  s.frames_sent = frames_sent_.load(std::memory_order_relaxed);
+  s.frames_received = frames_received_.load(std::memory_order_relaxed);
   s.connections = connections_.load(std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
   s.connected = connected_;
@@ -251,6 +268,7 @@ void peer::encode(outgoing& item, const message_registry::entry& entry, byte_buf
   }
   if (new_manifest) manifest_slots_.emplace(&entry, manifest_slot);
   core_->counters.sent.fetch_add(1, std::memory_order_relaxed);
+  count_sent(1, 0);
   delete item.message;
   item.message = nullptr;
 }
@@ -278,8 +296,7 @@ void peer::drop_staged_if(const std::function<bool(const outgoing&)>& fail, std:
 
 void peer::write(byte_buffer bytes) {
   writing_ = true;
-  bytes_sent_.fetch_add(bytes.size(), std::memory_order_relaxed);
-  core_->counters.bytes_sent.fetch_add(bytes.size(), std::memory_order_relaxed);
+  count_sent(0, bytes.size());
   stream_->async_write(std::move(bytes),
                        [self = shared_from_this(), gen = generation_](std::error_code ec) {
                          if (gen != self->generation_) return;
@@ -301,6 +318,7 @@ void peer::send_system_frame(system_kind kind, std::uint64_t key, const recipien
   if (spec != nullptr) write_spec(w, *spec);
   if (reason != nullptr) write_string(w, *reason);
   wire::end_frame(control_, start, core_->options().max_frame_size);
+  count_sent(1, 0);
   if (state_ == state::idle) connect();
   if (state_ == state::up && !writing_) flush();
 }
@@ -334,7 +352,13 @@ void peer::on_stream(std::shared_ptr<stream> s) {
   stream_->start(
       [self = shared_from_this(), gen](std::span<const std::byte> bytes) {
         if (gen != self->generation_) return;
-        if (!self->decoder_.feed(bytes, [&](const wire::frame_view& f) { self->on_frame(f); })) {
+        std::size_t frames = 0;
+        const bool fed = self->decoder_.feed(bytes, [&](const wire::frame_view& f) {
+          ++frames;
+          self->on_frame(f);
+        });
+        self->count_received(frames, bytes.size());
+        if (!fed) {
           self->core_->counters.frames_refused.fetch_add(1, std::memory_order_relaxed);
           troupe::logger()->warn("remote: closing the connection to {}: {}",
                                  to_string(self->address_), self->decoder_.error());
@@ -351,6 +375,7 @@ void peer::on_stream(std::shared_ptr<stream> s) {
   persistence::byte_writer w(out);
   write_handshake(w, h);
   wire::end_frame(out, start);
+  count_sent(1, out.size());
   writing_ = true;
   stream_->async_write(std::move(out), [self = shared_from_this(), gen](std::error_code ec) {
     if (gen != self->generation_) return;
@@ -479,6 +504,7 @@ void peer::tick(clock_type::time_point now) {
   }
   const std::size_t start = wire::begin_frame(control_, wire::frame_kind::heartbeat);
   wire::end_frame(control_, start);
+  count_sent(1, 0);
   if (!writing_) flush();
   // Asks whose reply came (or timed out) need no tracking any more.
   std::erase_if(asks_, [](const auto& a) { return a->is_terminated(); });

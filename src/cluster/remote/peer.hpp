@@ -66,6 +66,9 @@ class peer : public std::enable_shared_from_this<peer> {
   void tick(clock_type::time_point now);
   /// Any frame from the peer (on any stream) shows it is alive.
   void heard_from() { last_heard_ = clock_type::now(); }
+  /// Counts traffic with the peer, on this node's totals and the peer's own.
+  void count_sent(std::size_t frames, std::size_t bytes) noexcept;
+  void count_received(std::size_t frames, std::size_t bytes) noexcept;
   /// The peer answered a handshake as `id` (ours, or on an inbound stream as the connector).
   void observed(const node_id& id);
   /// Watches of remote actors on this peer.
@@ -123,6 +126,9 @@ class peer : public std::enable_shared_from_this<peer> {
   node_address address_;
   std::atomic<std::uint64_t> incarnation_{0};
   std::atomic<std::uint64_t> bytes_sent_{0};
+  std::atomic<std::uint64_t> bytes_received_{0};
+  std::atomic<std::uint64_t> frames_sent_{0};
+  std::atomic<std::uint64_t> frames_received_{0};
   std::atomic<std::uint64_t> connections_{0};
 
   // Guarded by mutex_ (user threads push, the I/O thread takes).
