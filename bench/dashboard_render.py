@@ -21,6 +21,7 @@ import http.server
 import json
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -152,16 +153,18 @@ def run_case(shards, moves, polls):
     server = serve(node, polls, results)
     url = (f"http://127.0.0.1:{server.server_address[1]}/dashboard"
            f"?type=cart&interval=100&polls={polls}")
-    with tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         chromium = subprocess.Popen(
             [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
              "--no-first-run", f"--user-data-dir={profile}", url],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 60
         while not results and time.monotonic() < deadline and chromium.poll() is None:
             time.sleep(0.05)
-        chromium.kill()
+        os.killpg(chromium.pid, signal.SIGKILL)
         chromium.wait()
+        # Its zygote, renderer and GPU processes leave the group; they all name the profile.
+        subprocess.run(["pkill", "-9", "-f", profile], check=False)
     server.shutdown()
     if not results:
         sys.exit(f"dashboard_render: the page reported no result within 60 s ({url})")
