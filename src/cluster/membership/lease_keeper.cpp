@@ -144,7 +144,7 @@ void lease_keeper::on_renewal(std::error_code ec, duration ttl, time_point sent)
   if (fenced_.load(std::memory_order_relaxed)) return;
   // An answer that arrives after the deadline changes nothing: the node has already stopped
   // acting (fenced() said so), and a fenced node never resumes.
-  if (deadline_ && clock_->now() >= *deadline_) {
+  if (deadline_ && clock_->now() >= *deadline_ && !options_.plant_no_self_fence) {
     fence(lock, fence_reason::deadline_passed);
     return;
   }
@@ -169,6 +169,7 @@ void lease_keeper::extend(time_point sent, duration ttl) {
   const time_point d = sent + ttl - options_.margin;
   if (deadline_ && d <= *deadline_) return;
   deadline_ = d;
+  if (options_.plant_no_self_fence) return;
   standing_->set_deadline(d);
   if (fence_timer_ != 0) clock_->cancel(fence_timer_);
   std::weak_ptr<lease_keeper> weak = weak_from_this();

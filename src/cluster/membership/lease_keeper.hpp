@@ -53,6 +53,9 @@ struct lease_keeper_options {
   /// Called with each renewal's round trip when its answer extends the lease (for the metrics);
   /// under the keeper's lock, so it must be quick and must not call the keeper.
   std::function<void(duration)> on_renewed;
+  /// Test-only: plants the bug the simulator's single-activation checker must catch. The keeper
+  /// never fences on its deadline: it neither publishes the deadline nor acts when it passes.
+  bool plant_no_self_fence = false;
 };
 
 /// Keeps one lease alive and fences the node when it cannot be sure the lease is.

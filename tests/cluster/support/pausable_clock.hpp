@@ -74,6 +74,17 @@ class pausable_clock final : public troupe::clock,
     }
     for (auto& fn : due) fn();
   }
+  /// Cancels every timer, so that what their callbacks hold goes now (a test's teardown, before
+  /// the executors those callbacks would post to are destroyed).
+  void cancel_all() {
+    std::map<timer_id, timer> gone;
+    {
+      std::lock_guard lock(mutex_);
+      for (const auto& [id, t] : timers_) inner_->cancel(t.inner);
+      gone.swap(timers_);
+      held_.clear();
+    }
+  }
 
  private:
   struct timer {

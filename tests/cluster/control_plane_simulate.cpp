@@ -1,0 +1,81 @@
+// Runs the control-plane simulator over a range of seeds (scripts/simulate.sh): prints each
+// failing seed with the command that replays it, then what the faults and the runs added up to.
+//
+//     troupe_simulate --seeds 100000 --from 1 [--plant-no-self-fence] [--plant-skip-shard-fence]
+#include <troupe/core/actor.hpp>
+
+#include "cluster/support/control_plane_world.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <string_view>
+
+namespace {
+
+int usage() {
+  std::cerr << "usage: troupe_simulate [--seeds N] [--from S] [--plant-no-self-fence] "
+               "[--plant-skip-shard-fence]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::uint64_t seeds = 1000;
+  std::uint64_t from = 1;
+  bool plant = false;
+  bool plant_fence = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if ((a == "--seeds" || a == "--from") && i + 1 < argc) {
+      char* end = nullptr;
+      const auto v = std::strtoull(argv[++i], &end, 10);
+      if (end == nullptr || *end != '\0') return usage();
+      (a == "--seeds" ? seeds : from) = v;
+    } else if (a == "--plant-no-self-fence") {
+      plant = true;
+    } else if (a == "--plant-skip-shard-fence") {
+      plant_fence = true;
+    } else {
+      return usage();
+    }
+  }
+  troupe::logger()->set_level(spdlog::level::err);
+  using troupe::cluster::sim::control_plane_world;
+  using troupe::cluster::sim::world_options;
+  using troupe::cluster::sim::world_result;
+  const auto started = std::chrono::steady_clock::now();
+  world_result total;
+  std::uint64_t failed = 0;
+  for (std::uint64_t seed = from; seed < from + seeds; ++seed) {
+    world_options o;
+    o.seed = seed;
+    o.plant_no_self_fence = plant;
+    o.plant_skip_shard_fence = plant_fence;
+    const world_result r = control_plane_world(o).run();
+    if (!r.failure.empty()) {
+      ++failed;
+      std::cout << "seed " << seed << " FAILED: " << r.failure
+                << "\n  replay: troupe_simulate --from " << seed << " --seeds 1"
+                << (plant ? " --plant-no-self-fence" : "")
+                << (plant_fence ? " --plant-skip-shard-fence" : "") << "\n";
+    } else if (seeds == 1) {
+      std::cout << "seed " << seed << " passed, trace hash " << std::hex << r.trace_hash << std::dec
+                << "\n";
+    }
+    total += r;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::cout << seeds << " seeds from " << from << ": " << failed << " failed, " << seconds
+            << " s\nfaults: " << total.crashes << " crashes, " << total.pauses << " pauses, "
+            << total.cuts << " cuts from etcd, " << total.rebalances << " rebalance requests, "
+            << total.lost_requests << " home requests lost\nreached: " << total.activations
+            << " activations, " << total.writes << " writes acknowledged\n";
+  return failed == 0 ? 0 : 1;
+}
