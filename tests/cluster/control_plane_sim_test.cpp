@@ -14,7 +14,7 @@
 namespace troupe::cluster::sim {
 namespace {
 
-// Under the sanitizers a seed takes ~0.5 s (10 ms in release, where scripts/simulate.sh runs
+// Under the sanitizers a seed takes ~0.7 s (10 ms in release, where scripts/simulate.sh runs
 // the long campaigns).
 constexpr std::uint64_t seeds = 100;
 
@@ -37,13 +37,16 @@ TEST(ControlPlaneSim, EverySeedKeepsOneActivationLosesNoWriteAndSettles) {
     total += r;
   }
   std::cout << seeds << " seeds: " << total.crashes << " crashes, " << total.pauses << " pauses, "
-            << total.cuts << " cuts from etcd, " << total.rebalances << " rebalance requests, "
+            << total.cuts << " cuts from etcd, " << total.partitions << " partitions, "
+            << total.leaves << " graceful leaves, " << total.rebalances << " rebalance requests, "
             << total.lost_requests << " home requests lost; " << total.activations
             << " activations, " << total.writes << " writes acknowledged\n";
   // The faults the checks are meant to face did happen.
   EXPECT_GT(total.crashes, seeds / 2);
   EXPECT_GT(total.pauses, seeds / 2);
   EXPECT_GT(total.cuts, seeds / 2);
+  EXPECT_GT(total.partitions, seeds / 2);
+  EXPECT_GT(total.leaves, seeds / 4);
   EXPECT_GT(total.writes, 0);
 }
 

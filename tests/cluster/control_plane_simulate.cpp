@@ -19,7 +19,7 @@ namespace {
 
 int usage() {
   std::cerr << "usage: troupe_simulate [--seeds N] [--from S] [--plant-no-self-fence] "
-               "[--plant-skip-shard-fence]\n";
+               "[--plant-skip-shard-fence] [--trace]\n";
   return 2;
 }
 
@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   std::uint64_t from = 1;
   bool plant = false;
   bool plant_fence = false;
+  bool print_trace = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if ((a == "--seeds" || a == "--from") && i + 1 < argc) {
@@ -39,6 +40,8 @@ int main(int argc, char** argv) {
       (a == "--seeds" ? seeds : from) = v;
     } else if (a == "--plant-no-self-fence") {
       plant = true;
+    } else if (a == "--trace") {
+      print_trace = true;
     } else if (a == "--plant-skip-shard-fence") {
       plant_fence = true;
     } else {
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
     o.seed = seed;
     o.plant_no_self_fence = plant;
     o.plant_skip_shard_fence = plant_fence;
+    o.print_trace = print_trace;
     const world_result r = control_plane_world(o).run();
     if (!r.failure.empty()) {
       ++failed;
@@ -74,7 +78,8 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::cout << seeds << " seeds from " << from << ": " << failed << " failed, " << seconds
             << " s\nfaults: " << total.crashes << " crashes, " << total.pauses << " pauses, "
-            << total.cuts << " cuts from etcd, " << total.rebalances << " rebalance requests, "
+            << total.cuts << " cuts from etcd, " << total.partitions << " partitions, "
+            << total.leaves << " graceful leaves, " << total.rebalances << " rebalance requests, "
             << total.lost_requests << " home requests lost\nreached: " << total.activations
             << " activations, " << total.writes << " writes acknowledged\n";
   return failed == 0 ? 0 : 1;

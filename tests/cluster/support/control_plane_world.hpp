@@ -3,13 +3,15 @@
 // keeper, coordinator runner and placement of one sharded type, over the in-process model of etcd
 // and one memory journal, all on one manual clock in one thread. A seed decides every fault:
 // nodes cut off from etcd and healed, paused past their lease and resumed, crashed and restarted
-// as new incarnations (which also makes joins and hand-offs), home requests delayed or lost, and
-// rebalance requests. A stand-in region acts for a shard while the placement says it is here and
-// the node's lease stands, writing events to the shard's journal at the allocation's epoch.
+// as new incarnations (which also makes joins and hand-offs), graceful leaves, partitions between
+// nodes, home requests delayed or lost, slow journal writes, and rebalance requests. A stand-in
+// region acts for a shard while the placement says it is here and the node's lease stands,
+// writing events to the shard's journal at the allocation's epoch. docs/simulation.md has more.
 //
-// Checked after every step: no two running, unfenced nodes act for one shard; every acknowledged
-// event is in the journal, with contiguous sequence numbers and non-decreasing epochs; once the
-// faults stop, every shard has exactly one home that every node agrees on within a bound. The
+// Checked after every round of handlers: no two running, unfenced nodes act for one shard, and no
+// write of an older epoch lands once a newer owner acts; at the end, every acknowledged event is
+// in the journal, with contiguous sequence numbers and the epochs written; once the faults stop,
+// every shard has exactly one home that every node agrees on within a bound. The
 // trace hash folds every fault, every change of who acts for a shard and every accepted write, so
 // one seed run twice gives one hash.
 #include <troupe/cluster/membership/in_process_store.hpp>
@@ -30,6 +32,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -57,13 +60,16 @@ struct world_options {
   bool plant_no_self_fence = false;
   /// Plants the bug of a new owner that acts before the shard's store fence stands.
   bool plant_skip_shard_fence = false;
+  /// Prints every traced event (a replay's story).
+  bool print_trace = false;
 };
 
 struct world_result {
   /// Empty when every check held; otherwise what failed, when, and on which shard or node.
   std::string failure;
   std::uint64_t trace_hash = 0;
-  int crashes = 0, pauses = 0, cuts = 0, rebalances = 0, lost_requests = 0;
+  int crashes = 0, pauses = 0, cuts = 0, partitions = 0, leaves = 0, rebalances = 0,
+      lost_requests = 0;
   int activations = 0;  // a node began acting for a shard
   int writes = 0;       // events the journal acknowledged
 
@@ -72,6 +78,8 @@ struct world_result {
     crashes += r.crashes;
     pauses += r.pauses;
     cuts += r.cuts;
+    partitions += r.partitions;
+    leaves += r.leaves;
     rebalances += r.rebalances;
     lost_requests += r.lost_requests;
     activations += r.activations;
@@ -110,6 +118,7 @@ class control_plane_world {
     for (auto& n : nodes_) start(*n);
     const time_point faults_end = clock_->now() + options_.faulty;
     while (ok() && clock_->now() < faults_end) {
+      lifecycles();
       inject_faults();
       step(100ms);
     }
@@ -121,6 +130,7 @@ class control_plane_world {
              " ms after the faults stopped: " + unsettled_reason_);
         break;
       }
+      lifecycles();
       step(100ms);
     }
     if (ok()) check_journal();
@@ -134,7 +144,10 @@ class control_plane_world {
     bool up = false;
     bool paused = false;
     bool cut = false;
-    bool restart_due = false;               // it fenced itself
+    bool restart_due = false;  // it fenced itself
+    bool leaving = false;      // a graceful leave: its shards are being handed off
+    bool revoking = false;     // the leave's last step: its lease is being revoked
+    time_point leave_deadline{};
     time_point fault_ends{};                // when a pause, cut or downtime ends
     boost::asio::io_context* io = nullptr;  // in ios_
     std::shared_ptr<test::pausable_clock> clock;
@@ -170,6 +183,7 @@ class control_plane_world {
   }
   void trace(const std::string& event) {
     const std::string line = std::to_string(now_ms()) + " " + event + "\n";
+    if (options_.print_trace) std::cout << line;
     for (const char c : line) hash_ = (hash_ ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
   }
   bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
@@ -189,6 +203,8 @@ class control_plane_world {
     n.up = true;
     n.paused = false;
     n.cut = false;
+    n.leaving = false;
+    n.revoking = false;
     n.id = {};
     n.acting.clear();
     n.acting_epoch.clear();
@@ -212,6 +228,7 @@ class control_plane_world {
         [this, self, store](fence_reason why) {
           if (self->store.get() != store) return;
           trace("fenced " + self->name + " " + std::string(to_string(why)));
+          if (why == fence_reason::revoked) return;  // the end of a graceful leave
           if (self->placement) self->placement->stop_hosting(true);
           // A fenced node restarts as a new incarnation, as its supervisor would restart it.
           self->restart_due = true;
@@ -226,7 +243,13 @@ class control_plane_world {
     node* self = &n;
     auto* store = n.store.get();
     register_member(*n.store, cluster, m, [this, self, store](std::error_code ec, revision) {
-      if (self->store.get() != store || ec) return;  // a failed registration: the fence follows
+      if (self->store.get() != store) return;
+      if (ec) {
+        // The join failed (cluster_node::joined() throws); its supervisor starts it again.
+        trace("join failed " + self->name);
+        self->restart_due = true;
+        return;
+      }
       coordinator_runner_options ro;
       ro.cluster = cluster;
       ro.type = type;
@@ -277,17 +300,21 @@ class control_plane_world {
     n.paused = false;
     n.cut = false;
     n.restart_due = false;
+    n.leaving = false;
+    n.revoking = false;
     n.acting.clear();
     n.acting_epoch.clear();
   }
 
   // -- faults -------------------------------------------------------------------------------
 
-  void inject_faults() {
+  /// Faults that end, restarts that are due, and graceful leaves that go on (every step, also
+  /// once the faults stopped).
+  void lifecycles() {
     const auto now = clock_->now();
     for (auto& p : nodes_) {
       node& n = *p;
-      if (!n.up && now >= n.fault_ends) start(n);
+      if (!n.up && (healed_ || now >= n.fault_ends)) start(n);
       if (n.up && n.restart_due) {
         crash(n);
         n.fault_ends = now + between(500ms, 3s);
@@ -295,9 +322,37 @@ class control_plane_world {
       }
       if (n.paused && now >= n.fault_ends) resume(n);
       if (n.cut && now >= n.fault_ends) reconnect(n);
+      if (n.leaving && !n.paused) go_on_leaving(n);
     }
+    for (auto it = cut_links_.begin(); it != cut_links_.end();) {
+      if (healed_ || now >= it->second) {
+        trace("link healed " + nodes_[it->first.first]->name + "-" +
+              nodes_[it->first.second]->name);
+        it = cut_links_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  void inject_faults() {
+    const auto now = clock_->now();
     node& n = any_node();
-    if (!n.up || n.paused || n.cut) return;
+    if (!n.up || n.paused || n.cut || n.leaving) return;
+    if (chance(0.003) && n.placement) {
+      ++result_.leaves;
+      leave(n);
+      return;
+    }
+    if (chance(0.005)) {
+      node& other = any_node();
+      if (&other != &n) {
+        ++result_.partitions;
+        trace("partition " + n.name + "-" + other.name);
+        cut_links_[link(n, other)] = now + between(500ms, 8s);
+        return;
+      }
+    }
     if (chance(0.004)) {
       ++result_.crashes;
       crash(n);
@@ -321,6 +376,57 @@ class control_plane_world {
     }
   }
 
+  /// A graceful leave, as cluster_node::leave does it: marked leaving, the placement stops
+  /// hosting, and once no shard is allocated here any more (or after 10 s) the lease is revoked.
+  void leave(node& n) {
+    trace("leave " + n.name);
+    n.leaving = true;
+    n.leave_deadline = clock_->now() + 10s;
+    member_record m;
+    m.info.id = n.id;
+    m.info.leaving = true;
+    m.address = n.name + ":2552";
+    update_member(*n.store, cluster, m, [](std::error_code, revision) {});
+    n.placement->stop_hosting(false);
+  }
+
+  void go_on_leaving(node& n) {
+    if (n.revoking || (n.placement->owns_shards() && clock_->now() < n.leave_deadline)) return;
+    n.revoking = true;
+    trace("revoke " + n.name);
+    node* self = &n;
+    auto* store = n.store.get();
+    n.keeper->revoke([this, self, store](std::error_code) {
+      if (self->store.get() != store) return;
+      // Left: what remains of it stops (its runner resigns), and it comes back later.
+      trace("left " + self->name);
+      remains r{std::move(self->clock), std::move(self->store), std::move(self->keeper),
+                std::move(self->runner), std::move(self->placement)};
+      if (r.placement) r.placement->stop();
+      if (r.runner) r.runner->stop();
+      graveyard_.push_back(std::move(r));
+      self->io = nullptr;
+      self->up = false;
+      self->leaving = false;
+      self->revoking = false;
+      self->acting.clear();
+      self->acting_epoch.clear();
+      self->fault_ends = clock_->now() + between(500ms, 3s);
+    });
+  }
+
+  [[nodiscard]] std::pair<std::size_t, std::size_t> link(const node& a, const node& b) const {
+    const auto i = index_of(a.name);
+    const auto j = index_of(b.name);
+    return {std::min(i, j), std::max(i, j)};
+  }
+  [[nodiscard]] std::size_t index_of(const std::string& name) const {
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i]->name == name) return i;
+    }
+    return 0;
+  }
+
   void resume(node& n) {
     trace("resume " + n.name);
     n.paused = false;
@@ -340,9 +446,9 @@ class control_plane_world {
     for (auto& p : nodes_) {
       if (p->paused) resume(*p);
       if (p->cut) reconnect(*p);
-      if (!p->up) start(*p);
     }
     healed_ = true;
+    lifecycles();
   }
 
   /// A region's home request reaches the coordinator after a short delay, or is lost before the
@@ -353,8 +459,11 @@ class control_plane_world {
       return;
     }
     clock_->schedule_at(clock_->now() + between(1ms, 50ms), [this, from, shard] {
+      const node& sender = *nodes_[index_of(from.node)];
       for (auto& p : nodes_) {
-        if (p->up && p->runner) p->runner->request_home(from, shard);
+        if (!p->up || !p->runner) continue;
+        if (p.get() != &sender && cut_links_.contains(link(sender, *p))) continue;
+        p->runner->request_home(from, shard);
       }
     });
   }
@@ -372,21 +481,9 @@ class control_plane_world {
         ran += p->io->poll();
       }
       act();
-      if (ran == 0) {
-        if (healed_) handle_restarts();
-        return;
-      }
+      if (ran == 0) return;
     }
     fail("handlers still ready after 1,000 rounds: a busy loop");
-  }
-
-  void handle_restarts() {
-    for (auto& p : nodes_) {
-      if (p->up && p->restart_due) {
-        crash(*p);
-        start(*p);
-      }
-    }
   }
 
   void step(duration d) {
@@ -618,6 +715,8 @@ class control_plane_world {
   std::vector<remains> graveyard_;
   std::map<std::string, std::vector<sharding::shard_epoch>> acknowledged_;
   std::map<sharding::shard_id, sharding::shard_epoch> newest_active_;  // by shard
+  /// Links between two nodes (by index, lower first) cut until the time given.
+  std::map<std::pair<std::size_t, std::size_t>, time_point> cut_links_;
   bool healed_ = false;
   std::string unsettled_reason_;
   std::uint64_t hash_ = 14695981039346656037ULL;
