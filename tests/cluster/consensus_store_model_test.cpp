@@ -313,6 +313,44 @@ TEST_F(model_test, set_reachable_refuses_a_store_of_another_model) {
   model_environment elsewhere;
   auto foreign = elsewhere.make_store();
   EXPECT_THROW(env_.etcd().set_reachable(*foreign, false), std::invalid_argument);
+  EXPECT_THROW(env_.etcd().set_answers_lost(*foreign, true), std::invalid_argument);
+}
+
+TEST_F(model_test, a_client_whose_answers_are_lost_is_applied_but_times_out) {
+  auto node = env_.make_store();
+  auto other = env_.make_store();
+  const auto lease = grant(*node, 3s);
+  auto [node_handle, node_log] = watch(*node, key_range::prefix("members/"), 1);
+  env_.poll();
+
+  env_.etcd().set_answers_lost(*node, true);
+  env_.poll();
+  ASSERT_TRUE(node_log->ended) << "its watch stream broke";
+  EXPECT_EQ(*node_log->ended, make_error_code(errc::store_unavailable));
+
+  // The put and the renewal reach the store; their answers do not reach the node.
+  std::optional<std::error_code> put_result;
+  node->txn({{}, {put_op{"members/node", "v", lease.id}}, {}},
+            [&](std::error_code ec, txn_result) { put_result = ec; });
+  std::optional<std::error_code> renew_result;
+  node->keep_alive(lease.id, [&](std::error_code ec, duration) { renew_result = ec; });
+  env_.poll();
+  EXPECT_EQ(count(*other, "members/node"), 1u) << "applied at once";
+  EXPECT_FALSE(put_result);
+  env_.let_time_pass(2s);
+  ASSERT_TRUE(put_result);
+  EXPECT_EQ(*put_result, make_error_code(errc::store_unavailable));
+  ASSERT_TRUE(renew_result);
+  EXPECT_EQ(*renew_result, make_error_code(errc::store_unavailable));
+
+  // A renewal whose answer is lost still renews: sent at 2 s, it holds the key (TTL 3 s) past
+  // the 3 s the grant gave it.
+  node->keep_alive(lease.id, [](std::error_code, duration) {});
+  env_.let_time_pass(2s);
+  EXPECT_EQ(count(*other, "members/node"), 1u);
+
+  env_.etcd().set_answers_lost(*node, false);
+  EXPECT_EQ(count(*node, "members/node"), 1u) << "answers come again";
 }
 
 TEST(in_process_store, the_simple_form_keeps_its_model_alive) {

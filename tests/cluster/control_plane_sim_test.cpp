@@ -37,10 +37,11 @@ TEST(ControlPlaneSim, EverySeedKeepsOneActivationLosesNoWriteAndSettles) {
     total += r;
   }
   std::cout << seeds << " seeds: " << total.crashes << " crashes, " << total.pauses << " pauses, "
-            << total.cuts << " cuts from etcd, " << total.partitions << " partitions, "
-            << total.leaves << " graceful leaves, " << total.rebalances << " rebalance requests, "
-            << total.lost_requests << " home requests lost; " << total.activations
-            << " activations, " << total.writes << " writes acknowledged\n";
+            << total.cuts << " cuts from etcd, " << total.deafs << " one-way cuts, "
+            << total.partitions << " partitions, " << total.leaves << " graceful leaves, "
+            << total.rebalances << " rebalance requests, " << total.lost_requests
+            << " home requests lost; " << total.activations << " activations, " << total.writes
+            << " writes acknowledged\n";
   // The faults the checks are meant to face did happen.
   EXPECT_GT(total.crashes, seeds / 2);
   EXPECT_GT(total.pauses, seeds / 2);

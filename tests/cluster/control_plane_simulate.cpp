@@ -78,9 +78,10 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::cout << seeds << " seeds from " << from << ": " << failed << " failed, " << seconds
             << " s\nfaults: " << total.crashes << " crashes, " << total.pauses << " pauses, "
-            << total.cuts << " cuts from etcd, " << total.partitions << " partitions, "
-            << total.leaves << " graceful leaves, " << total.rebalances << " rebalance requests, "
-            << total.lost_requests << " home requests lost\nreached: " << total.activations
-            << " activations, " << total.writes << " writes acknowledged\n";
+            << total.cuts << " cuts from etcd, " << total.deafs << " one-way cuts, "
+            << total.partitions << " partitions, " << total.leaves << " graceful leaves, "
+            << total.rebalances << " rebalance requests, " << total.lost_requests
+            << " home requests lost\nreached: " << total.activations << " activations, "
+            << total.writes << " writes acknowledged\n";
   return failed == 0 ? 0 : 1;
 }

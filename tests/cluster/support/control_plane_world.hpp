@@ -2,11 +2,12 @@
 // A deterministic simulation of the cluster's control plane: N nodes, each running the real lease
 // keeper, coordinator runner and placement of one sharded type, over the in-process model of etcd
 // and one memory journal, all on one manual clock in one thread. A seed decides every fault:
-// nodes cut off from etcd and healed, paused past their lease and resumed, crashed and restarted
-// as new incarnations (which also makes joins and hand-offs), graceful leaves, partitions between
-// nodes, home requests delayed or lost, slow journal writes, and rebalance requests. A stand-in
-// region acts for a shard while the placement says it is here and the node's lease stands,
-// writing events to the shard's journal at the allocation's epoch. docs/simulation.md has more.
+// nodes cut off from etcd (both ways, or only its answers) and healed, paused past their lease and
+// resumed, crashed and restarted as new incarnations (which also makes joins and hand-offs),
+// graceful leaves, partitions between nodes, home requests delayed or lost, slow journal writes,
+// and rebalance requests. A stand-in region acts for a shard while the placement says it is here
+// and the node's lease stands, writing events to the shard's journal at the allocation's epoch.
+// docs/simulation.md has more.
 //
 // Checked after every round of handlers: no two running, unfenced nodes act for one shard, and no
 // write of an older epoch lands once a newer owner acts; at the end, every acknowledged event is
@@ -50,7 +51,8 @@ namespace coord = sharding::coordination;
 
 struct world_options {
   std::uint64_t seed = 1;
-  int nodes = 4;
+  /// How many nodes; 0: the seed decides, 3 to 7.
+  int nodes = 0;
   int shards = 12;
   /// How long faults are injected; then everything heals and the run must settle.
   duration faulty = 60s;
@@ -68,7 +70,7 @@ struct world_result {
   /// Empty when every check held; otherwise what failed, when, and on which shard or node.
   std::string failure;
   std::uint64_t trace_hash = 0;
-  int crashes = 0, pauses = 0, cuts = 0, partitions = 0, leaves = 0, rebalances = 0,
+  int crashes = 0, pauses = 0, cuts = 0, deafs = 0, partitions = 0, leaves = 0, rebalances = 0,
       lost_requests = 0;
   int activations = 0;  // a node began acting for a shard
   int writes = 0;       // events the journal acknowledged
@@ -78,6 +80,7 @@ struct world_result {
     crashes += r.crashes;
     pauses += r.pauses;
     cuts += r.cuts;
+    deafs += r.deafs;
     partitions += r.partitions;
     leaves += r.leaves;
     rebalances += r.rebalances;
@@ -91,7 +94,8 @@ struct world_result {
 class control_plane_world {
  public:
   explicit control_plane_world(world_options o) : options_(o), rng_(o.seed) {
-    for (int i = 0; i < o.nodes; ++i) {
+    if (options_.nodes <= 0) options_.nodes = 3 + static_cast<int>(o.seed % 5);
+    for (int i = 0; i < options_.nodes; ++i) {
       nodes_.push_back(std::make_unique<node>());
       nodes_.back()->name = "n" + std::to_string(i);
     }
@@ -144,6 +148,7 @@ class control_plane_world {
     bool up = false;
     bool paused = false;
     bool cut = false;
+    bool deaf = false;         // etcd's answers to it are lost (one way)
     bool restart_due = false;  // it fenced itself
     bool leaving = false;      // a graceful leave: its shards are being handed off
     bool revoking = false;     // the leave's last step: its lease is being revoked
@@ -203,6 +208,7 @@ class control_plane_world {
     n.up = true;
     n.paused = false;
     n.cut = false;
+    n.deaf = false;
     n.leaving = false;
     n.revoking = false;
     n.id = {};
@@ -299,6 +305,7 @@ class control_plane_world {
     n.up = false;
     n.paused = false;
     n.cut = false;
+    n.deaf = false;
     n.restart_due = false;
     n.leaving = false;
     n.revoking = false;
@@ -363,6 +370,13 @@ class control_plane_world {
       n.paused = true;
       n.fault_ends = now + between(500ms, 8s);
       n.clock->freeze();
+    } else if (chance(0.004)) {
+      ++result_.deafs;
+      trace("deaf " + n.name);
+      n.cut = true;
+      n.deaf = true;
+      n.fault_ends = now + between(500ms, 8s);
+      etcd_.set_answers_lost(*n.store, true);
     } else if (chance(0.005)) {
       ++result_.cuts;
       trace("cut " + n.name);
@@ -438,7 +452,9 @@ class control_plane_world {
   void reconnect(node& n) {
     trace("reconnect " + n.name);
     n.cut = false;
+    n.deaf = false;
     etcd_.set_reachable(*n.store, true);
+    etcd_.set_answers_lost(*n.store, false);
   }
 
   void heal_all() {

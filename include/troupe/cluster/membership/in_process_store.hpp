@@ -8,7 +8,9 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace troupe::cluster {
 
@@ -32,6 +34,12 @@ class in_process_etcd {
   /// timeout). Throws std::invalid_argument for a store that is not a client of this model.
   void set_reachable(const consensus_store& client, bool reachable);
 
+  /// Cuts only the way back from the store to `client` (a one-way partition) or restores it.
+  /// Its requests are applied, but each answer is lost: the request fails with
+  /// errc::store_unavailable after the request timeout, as an etcd client's deadline would, and
+  /// its watches end as with set_reachable. Throws as set_reachable does.
+  void set_answers_lost(const consensus_store& client, bool lost);
+
   /// The store's current revision.
   [[nodiscard]] revision current_revision() const;
 
@@ -43,6 +51,8 @@ class in_process_etcd {
   struct core;
 
  private:
+  void set_fault(std::vector<std::uint64_t>& clients, const consensus_store& client, bool on);
+
   std::shared_ptr<core> core_;
 };
 

@@ -74,7 +74,8 @@ struct in_process_etcd::core : std::enable_shared_from_this<core> {
   key_space space;
   timer_id scan_timer = 0;
   std::vector<std::shared_ptr<watch_feed>> watches;
-  std::vector<std::uint64_t> cut_clients;  // few, and only under faults
+  std::vector<std::uint64_t> cut_clients;   // few, and only under faults
+  std::vector<std::uint64_t> deaf_clients;  // their answers are lost (one way)
   std::uint64_t next_client = 1;
 };
 
@@ -149,7 +150,7 @@ class model_client final : public consensus_store,
     auto feed = std::make_shared<watch_feed>(executor_, r, start, id_, std::move(on_batch));
     std::lock_guard lock(core_->mutex);
     const revision now = core_->space.current_revision();
-    if (cut()) {
+    if (cut() || deaf()) {
       fail_later([feed, now] { feed->end(errc::store_unavailable, now); });
     } else if (start <= 0 || (r.key.empty() && r.end.empty())) {
       feed->end(errc::invalid_store_request, now);
@@ -184,6 +185,10 @@ class model_client final : public consensus_store,
     return std::find(core_->cut_clients.begin(), core_->cut_clients.end(), id_) !=
            core_->cut_clients.end();
   }
+  bool deaf() const {
+    return std::find(core_->deaf_clients.begin(), core_->deaf_clients.end(), id_) !=
+           core_->deaf_clients.end();
+  }
 
   /// Runs `fn` once the request timeout has passed on the clock, if this client still exists.
   template <class Fn>
@@ -194,12 +199,17 @@ class model_client final : public consensus_store,
                                  });
   }
 
-  /// Applies `apply` under the model's lock, or, while cut off, fails after the timeout; the
-  /// answer is always posted, never run inline.
+  /// Applies `apply` under the model's lock, or, while cut off, fails after the timeout (also
+  /// after applying it, while the answers are lost); the answer is always posted, never run
+  /// inline.
   template <class T, class Apply>
   void request(handler<T> done, Apply&& apply) {
     std::lock_guard lock(core_->mutex);
-    if (cut()) {
+    if (!cut() && deaf()) {
+      T ignored{};
+      (void)apply(ignored);
+    }
+    if (cut() || deaf()) {
       fail_later([done = std::move(done), executor = executor_]() mutable {
         boost::asio::post(executor,
                           [done = std::move(done)] { done(errc::store_unavailable, T{}); });
@@ -253,14 +263,22 @@ std::shared_ptr<consensus_store> in_process_etcd::client(boost::asio::any_io_exe
 }
 
 void in_process_etcd::set_reachable(const consensus_store& client, bool reachable) {
+  set_fault(core_->cut_clients, client, !reachable);
+}
+
+void in_process_etcd::set_answers_lost(const consensus_store& client, bool lost) {
+  set_fault(core_->deaf_clients, client, lost);
+}
+
+void in_process_etcd::set_fault(std::vector<std::uint64_t>& clients, const consensus_store& client,
+                                bool on) {
   const auto* c = dynamic_cast<const model_client*>(&client);
   if (c == nullptr || c->owner() != core_.get())
-    throw std::invalid_argument("set_reachable: the store is not a client of this model");
+    throw std::invalid_argument("in_process_etcd: the store is not a client of this model");
   std::lock_guard lock(core_->mutex);
-  auto& cut = core_->cut_clients;
-  std::erase(cut, c->id());
-  if (reachable) return;
-  cut.push_back(c->id());
+  std::erase(clients, c->id());
+  if (!on) return;
+  clients.push_back(c->id());
   // The connection is gone: its watches end now, as an etcd client's streams fail.
   const revision now = core_->space.current_revision();
   std::erase_if(core_->watches, [&](const std::shared_ptr<watch_feed>& w) {
