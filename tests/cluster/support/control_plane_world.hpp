@@ -205,15 +205,9 @@ class control_plane_world {
     n.io = &ios_.emplace_back();
     n.clock = std::make_shared<test::pausable_clock>(clock_);
     n.store = etcd_.client(n.io->get_executor());
+    forget_state(n);
     n.up = true;
-    n.paused = false;
-    n.cut = false;
-    n.deaf = false;
-    n.leaving = false;
-    n.revoking = false;
     n.id = {};
-    n.acting.clear();
-    n.acting_epoch.clear();
     trace("start " + n.name);
     lease_keeper_options ko;
     ko.ttl = 3s;
@@ -302,6 +296,11 @@ class control_plane_world {
     if (r.runner) r.runner->stop();
     if (r.keeper) r.keeper->stop();
     graveyard_.push_back(std::move(r));
+    forget_state(n);
+  }
+
+  /// A node down, or just started: no fault, leave or activity of its last incarnation stays.
+  static void forget_state(node& n) {
     n.up = false;
     n.paused = false;
     n.cut = false;
@@ -420,11 +419,7 @@ class control_plane_world {
       if (r.runner) r.runner->stop();
       graveyard_.push_back(std::move(r));
       self->io = nullptr;
-      self->up = false;
-      self->leaving = false;
-      self->revoking = false;
-      self->acting.clear();
-      self->acting_epoch.clear();
+      forget_state(*self);
       self->fault_ends = clock_->now() + between(500ms, 3s);
     });
   }
