@@ -3,6 +3,7 @@
 
 #include "observability/counter_advance.hpp"
 
+#include <cstdint>
 #include <set>
 #include <string_view>
 
@@ -18,6 +19,43 @@ counter& total(metrics_registry& r, std::string_view name, std::string_view help
   return r.counter_family(name, help).with({});
 }
 
+/// The node-wide counts, each exported as an unlabelled counter.
+struct node_total {
+  std::string_view name;
+  std::string_view help;
+  std::uint64_t cluster::remote_stats::*count;
+};
+
+constexpr node_total node_totals[] = {
+    {"troupe_remote_messages_sent_total", "Messages sent to other nodes",
+     &cluster::remote_stats::messages_sent},
+    {"troupe_remote_messages_received_total", "Messages received from other nodes",
+     &cluster::remote_stats::messages_received},
+    {"troupe_remote_bytes_sent_total", "Bytes written to other nodes' streams",
+     &cluster::remote_stats::bytes_sent},
+    {"troupe_remote_bytes_received_total", "Bytes read from other nodes' streams",
+     &cluster::remote_stats::bytes_received},
+    {"troupe_remote_frames_sent_total", "Frames written to other nodes, control frames included",
+     &cluster::remote_stats::frames_sent},
+    {"troupe_remote_frames_received_total", "Frames read from other nodes, control frames included",
+     &cluster::remote_stats::frames_received},
+    {"troupe_remote_frames_refused_total",
+     "Malformed or oversized frames (each closed its connection)",
+     &cluster::remote_stats::frames_refused},
+    {"troupe_remote_undecodable_messages_total",
+     "Messages that arrived and went to dead letters undecoded",
+     &cluster::remote_stats::undecodable},
+    {"troupe_remote_queue_overflows_total", "Messages dropped because a peer's queue was full",
+     &cluster::remote_stats::queue_overflows},
+    {"troupe_remote_handshakes_refused_total", "Handshakes refused by this node or its peers",
+     &cluster::remote_stats::handshakes_refused},
+    {"troupe_remote_peers_lost_total", "Peers declared lost (unreachable, restarted or left)",
+     &cluster::remote_stats::peers_lost},
+    {"troupe_remote_peers_unreachable_total",
+     "Connections dropped for silence or failed handshakes",
+     &cluster::remote_stats::peers_unreachable},
+};
+
 }  // namespace
 
 remote_metrics::remote_metrics(metrics_registry& registry, cluster::remote_node& remote)
@@ -31,38 +69,9 @@ void remote_metrics::refresh() {
   std::lock_guard lock(mutex_);
   auto& r = registry_;
   const auto now = remote_.stats();
-  advance(total(r, "troupe_remote_messages_sent_total", "Messages sent to other nodes"),
-          last_.messages_sent, now.messages_sent);
-  advance(total(r, "troupe_remote_messages_received_total", "Messages received from other nodes"),
-          last_.messages_received, now.messages_received);
-  advance(total(r, "troupe_remote_bytes_sent_total", "Bytes written to other nodes' streams"),
-          last_.bytes_sent, now.bytes_sent);
-  advance(total(r, "troupe_remote_bytes_received_total", "Bytes read from other nodes' streams"),
-          last_.bytes_received, now.bytes_received);
-  advance(total(r, "troupe_remote_frames_sent_total",
-                "Frames written to other nodes, control frames included"),
-          last_.frames_sent, now.frames_sent);
-  advance(total(r, "troupe_remote_frames_received_total",
-                "Frames read from other nodes, control frames included"),
-          last_.frames_received, now.frames_received);
-  advance(total(r, "troupe_remote_frames_refused_total",
-                "Malformed or oversized frames (each closed its connection)"),
-          last_.frames_refused, now.frames_refused);
-  advance(total(r, "troupe_remote_undecodable_messages_total",
-                "Messages that arrived and went to dead letters undecoded"),
-          last_.undecodable, now.undecodable);
-  advance(total(r, "troupe_remote_queue_overflows_total",
-                "Messages dropped because a peer's queue was full"),
-          last_.queue_overflows, now.queue_overflows);
-  advance(total(r, "troupe_remote_handshakes_refused_total",
-                "Handshakes refused by this node or its peers"),
-          last_.handshakes_refused, now.handshakes_refused);
-  advance(total(r, "troupe_remote_peers_lost_total",
-                "Peers declared lost (unreachable, restarted or left)"),
-          last_.peers_lost, now.peers_lost);
-  advance(total(r, "troupe_remote_peers_unreachable_total",
-                "Connections dropped for silence or failed handshakes"),
-          last_.peers_unreachable, now.peers_unreachable);
+  for (const auto& t : node_totals) {
+    advance(total(r, t.name, t.help), last_.*t.count, now.*t.count);
+  }
 
   auto& bytes = r.counter_family("troupe_remote_peer_bytes_sent_total", "Bytes written to the peer",
                                  {"peer"}, max_peers);

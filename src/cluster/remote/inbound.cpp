@@ -41,13 +41,7 @@ void inbound::on_data(std::span<const std::byte> bytes) {
     ++frames;
     if (!closing_) on_frame(f);
   });
-  // Before the handshake names the peer, the traffic counts only in the node's totals.
-  if (peer_) {
-    peer_->count_received(frames, bytes.size());
-  } else {
-    core_.counters.frames_received.fetch_add(frames, std::memory_order_relaxed);
-    core_.counters.bytes_received.fetch_add(bytes.size(), std::memory_order_relaxed);
-  }
+  count(false, frames, bytes.size());
   // Once per read, not per frame: a read holds many frames, and the time is all heartbeats need.
   if (peer_) peer_->heard_from();
   if (!fed) {
@@ -148,6 +142,17 @@ void inbound::refuse(const std::string& reason) {
   closing_ = true;  // close once the refusal is written
 }
 
+void inbound::count(bool sent, std::size_t frames, std::size_t bytes) {
+  if (peer_) {
+    sent ? peer_->count_sent(frames, bytes) : peer_->count_received(frames, bytes);
+    return;
+  }
+  // Before the handshake names the peer, the traffic counts only in the node's totals.
+  auto& c = core_.counters;
+  (sent ? c.frames_sent : c.frames_received).fetch_add(frames, std::memory_order_relaxed);
+  (sent ? c.bytes_sent : c.bytes_received).fetch_add(bytes, std::memory_order_relaxed);
+}
+
 void inbound::reply(wire::frame_kind kind, const std::function<void(byte_buffer&)>& fill) {
   wire::append_frame(pending_writes_, kind, fill);
   ++pending_frames_;
@@ -157,13 +162,7 @@ void inbound::reply(wire::frame_kind kind, const std::function<void(byte_buffer&
 void inbound::send_pending() {
   if (writing_ || pending_writes_.empty()) return;
   writing_ = true;
-  const auto frames = std::exchange(pending_frames_, 0);
-  if (peer_) {
-    peer_->count_sent(frames, pending_writes_.size());
-  } else {
-    core_.counters.frames_sent.fetch_add(frames, std::memory_order_relaxed);
-    core_.counters.bytes_sent.fetch_add(pending_writes_.size(), std::memory_order_relaxed);
-  }
+  count(true, std::exchange(pending_frames_, 0), pending_writes_.size());
   stream_->async_write(std::exchange(pending_writes_, {}),
                        [self = shared_from_this()](std::error_code ec) {
                          self->writing_ = false;

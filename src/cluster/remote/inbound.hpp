@@ -34,6 +34,8 @@ class inbound : public std::enable_shared_from_this<inbound> {
   void reply(wire::frame_kind kind, const std::function<void(byte_buffer&)>& fill);
   void refuse(const std::string& reason);
   void send_pending();
+  /// Counts traffic on this stream: for its peer once the handshake named it, else for the node.
+  void count(bool sent, std::size_t frames, std::size_t bytes);
   /// The target of a recipient slot, resolved on first use (a path exposed later, then).
   actor_target* recipient_at(std::size_t slot);
   /// The registry entry of a manifest slot; null when this node does not know the type.

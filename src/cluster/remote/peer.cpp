@@ -4,6 +4,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <utility>
+
 namespace troupe::cluster::detail {
 
 using troupe::detail::terminated_message;
@@ -268,7 +270,7 @@ void peer::encode(outgoing& item, const message_registry::entry& entry, byte_buf
   }
   if (new_manifest) manifest_slots_.emplace(&entry, manifest_slot);
   core_->counters.sent.fetch_add(1, std::memory_order_relaxed);
-  count_sent(1, 0);
+  ++unsent_frames_;
   delete item.message;
   item.message = nullptr;
 }
@@ -296,7 +298,7 @@ void peer::drop_staged_if(const std::function<bool(const outgoing&)>& fail, std:
 
 void peer::write(byte_buffer bytes) {
   writing_ = true;
-  count_sent(0, bytes.size());
+  count_sent(std::exchange(unsent_frames_, 0), bytes.size());
   stream_->async_write(std::move(bytes),
                        [self = shared_from_this(), gen = generation_](std::error_code ec) {
                          if (gen != self->generation_) return;
@@ -318,7 +320,7 @@ void peer::send_system_frame(system_kind kind, std::uint64_t key, const recipien
   if (spec != nullptr) write_spec(w, *spec);
   if (reason != nullptr) write_string(w, *reason);
   wire::end_frame(control_, start, core_->options().max_frame_size);
-  count_sent(1, 0);
+  ++unsent_frames_;
   if (state_ == state::idle) connect();
   if (state_ == state::up && !writing_) flush();
 }
@@ -446,6 +448,7 @@ void peer::drop_stream(const std::string& why, bool unreachable) {
   }
   writing_ = false;
   control_.clear();  // watches still wanted are placed again on the next handshake
+  unsent_frames_ = 0;
   {
     std::lock_guard lock(mutex_);
     connected_ = false;
@@ -504,7 +507,7 @@ void peer::tick(clock_type::time_point now) {
   }
   const std::size_t start = wire::begin_frame(control_, wire::frame_kind::heartbeat);
   wire::end_frame(control_, start);
-  count_sent(1, 0);
+  ++unsent_frames_;
   if (!writing_) flush();
   // Asks whose reply came (or timed out) need no tracking any more.
   std::erase_if(asks_, [](const auto& a) { return a->is_terminated(); });

@@ -148,6 +148,9 @@ class peer : public std::enable_shared_from_this<peer> {
   wire::frame_decoder decoder_;
   bool writing_ = false;
   byte_buffer control_;
+  /// Frames appended to control_ or encoded for the next write, counted once written: one count
+  /// per write, not per message.
+  std::size_t unsent_frames_ = 0;
   std::vector<outgoing> batch_;
   std::vector<staged> staged_;
   byte_buffer staging_;

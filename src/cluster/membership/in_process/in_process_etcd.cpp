@@ -205,11 +205,13 @@ class model_client final : public consensus_store,
   template <class T, class Apply>
   void request(handler<T> done, Apply&& apply) {
     std::lock_guard lock(core_->mutex);
-    if (!cut() && deaf()) {
+    const bool cut_off = cut();
+    const bool answers_lost = !cut_off && deaf();
+    if (answers_lost) {
       T ignored{};
       (void)apply(ignored);
     }
-    if (cut() || deaf()) {
+    if (cut_off || answers_lost) {
       fail_later([done = std::move(done), executor = executor_]() mutable {
         boost::asio::post(executor,
                           [done = std::move(done)] { done(errc::store_unavailable, T{}); });
