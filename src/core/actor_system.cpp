@@ -1,6 +1,7 @@
 #include "troupe/core/actor_system.hpp"
 
 #include "troupe/core/detail/system_messages.hpp"
+#include <troupe/core/detail/real_time_use.hpp>
 
 #include "core/system_impl.hpp"
 
@@ -45,11 +46,16 @@ system_impl::system_impl(actor_system& facade, system_config config)
       io_work_(boost::asio::make_work_guard(io_)),
       scheduler_(worker_count(config_), config_.name) {
   if (config_.throughput == 0) config_.throughput = 1;
-  io_thread_ = std::thread([this] {
-    const std::string n = config_.name.substr(0, 11) + "-io";
-    ::pthread_setname_np(::pthread_self(), n.c_str());
-    io_.run();
-  });
+  // With manual scheduling, run_until_idle runs the I/O handlers too: no thread of our own, so
+  // a simulation drives everything from its one thread.
+  if (!scheduler_.manual()) {
+    note_real_time_use("the actor system's I/O thread");
+    io_thread_ = std::thread([this] {
+      const std::string n = config_.name.substr(0, 11) + "-io";
+      ::pthread_setname_np(::pthread_self(), n.c_str());
+      io_.run();
+    });
+  }
   // A timer's completion then finds a worker already awake (the clock calls it just before).
   if (!scheduler_.manual()) clock_->set_wake_hint([this] { scheduler_.wake_one(); });
 }
@@ -73,6 +79,16 @@ void system_impl::start() {
   };
   user_guardian_ = make_guardian("user");
   system_guardian_ = make_guardian("system");
+}
+
+std::size_t system_impl::run_manual_turns() {
+  std::size_t done = 0;
+  for (;;) {
+    const std::size_t turns = scheduler_.run_until_idle();
+    const std::size_t handlers = io_.stopped() ? 0 : io_.poll();
+    if (turns + handlers == 0) return done;
+    done += turns + handlers;
+  }
 }
 
 std::mutex& system_impl::children_lock(const actor_cell* parent) noexcept {
@@ -126,7 +142,7 @@ bool system_impl::await_termination_for(std::optional<duration> timeout) {
     // With manual scheduling nobody else runs the turns that stop the actors.
     while (scheduler_.manual() && !done()) {
       lock.unlock();
-      scheduler_.run_until_idle();
+      run_manual_turns();
       lock.lock();
       if (!done()) termination_cv_.wait_for(lock, std::chrono::milliseconds(1));
     }
@@ -137,7 +153,7 @@ bool system_impl::await_termination_for(std::optional<duration> timeout) {
   while (!done() && std::chrono::steady_clock::now() < deadline) {
     if (scheduler_.manual()) {
       lock.unlock();
-      scheduler_.run_until_idle();
+      run_manual_turns();
       lock.lock();
     }
     termination_cv_.wait_for(lock, std::chrono::milliseconds(scheduler_.manual() ? 1 : 50));
@@ -314,7 +330,7 @@ std::size_t actor_system::run_until_idle() {
   if (!impl_->sched().manual()) {
     throw error(errc::invalid_config, "run_until_idle needs system_config::with_manual_scheduling");
   }
-  return impl_->sched().run_until_idle();
+  return impl_->run_manual_turns();
 }
 
 }  // namespace troupe

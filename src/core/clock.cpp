@@ -1,5 +1,6 @@
 #include <troupe/core/boottime_clock.hpp>
 #include <troupe/core/clock.hpp>
+#include <troupe/core/detail/real_time_use.hpp>
 
 #include "core/timer_queue.hpp"
 
@@ -22,6 +23,7 @@ class steady_clock_source final : public clock {
  public:
   explicit steady_clock_source(bool boottime) : shared_(std::make_shared<shared>()) {
     shared_->boottime = boottime;
+    detail::note_real_time_use("a real clock's timer thread");
     thread_ = std::thread([s = shared_] { run(*s); });
   }
 
@@ -38,7 +40,10 @@ class steady_clock_source final : public clock {
     }
   }
 
-  [[nodiscard]] time_point now() const noexcept override { return read(*shared_); }
+  [[nodiscard]] time_point now() const noexcept override {
+    detail::note_real_time_use("a read of a real clock");
+    return read(*shared_);
+  }
 
   timer_id schedule_at(time_point at, callback fn) override {
     bool earliest;

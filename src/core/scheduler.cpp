@@ -1,5 +1,7 @@
 #include "core/scheduler.hpp"
 
+#include <troupe/core/detail/real_time_use.hpp>
+
 #include "core/timer_queue.hpp"
 
 #include <boost/asio/detail/thread_context.hpp>
@@ -144,6 +146,7 @@ scheduler::scheduler(std::size_t workers, std::string name) : name_(std::move(na
     workers_.push_back(std::move(w));
   }
   for (auto& w : workers_) {
+    note_real_time_use("a scheduler worker thread");
     w->thread = std::thread([this, wp = w.get()] { run_worker(*wp); });
   }
 }

@@ -38,6 +38,9 @@ class system_impl final : public ref_counted {
   void start();
   void terminate();
   bool await_termination_for(std::optional<duration> timeout);
+  /// Manual scheduling: runs pending turns and I/O handlers on this thread until neither is
+  /// left; returns how many ran.
+  std::size_t run_manual_turns();
   /// Stops threads; after this, scheduling runs turns inline.
   void shutdown_threads();
   /// Drops our refs to the guardians (they hold us: the cycle ends here).

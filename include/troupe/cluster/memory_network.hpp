@@ -7,11 +7,13 @@
 /// network's seed and the two addresses, and is drawn in the order of that link's writes. With
 /// the same seed, the same fault settings and the same sequence of writes on a link, the same
 /// writes are dropped and delayed by the same amounts, however the writes of other links
-/// interleave with them. (Delivery times are real time: what a delay decides is fixed, when the
-/// receiver's executor runs is not.)
+/// interleave with them. Delays run on the network's clock: on the real one, what a delay
+/// decides is fixed, when the receiver's executor runs is not; on a manual clock whose driver
+/// also runs the executors (a simulation), the whole exchange replays.
 
 #include <troupe/cluster/node_address.hpp>
 #include <troupe/cluster/transport.hpp>
+#include <troupe/core/clock.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -48,6 +50,9 @@ class memory_network {
  public:
   /// A network whose random choices all derive from `seed` (log it to replay a run).
   explicit memory_network(std::uint64_t seed);
+  /// The same, with delays and connect timeouts on `clock` (a simulation's manual clock)
+  /// instead of a real clock of its own.
+  memory_network(std::uint64_t seed, std::shared_ptr<troupe::clock> clock);
   ~memory_network();
   memory_network(const memory_network&) = delete;
   memory_network& operator=(const memory_network&) = delete;

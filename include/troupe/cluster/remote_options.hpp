@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -45,6 +46,13 @@ struct remote_options {
   /// Reconnect backoff: doubles from the first to the second value.
   std::chrono::milliseconds reconnect_backoff_min{100};
   std::chrono::milliseconds reconnect_backoff_max{5'000};
+  /// No I/O thread of its own: the remoting's handlers run on the actor system's io_context,
+  /// which a system with manual scheduling runs inside run_until_idle(). For simulations, where
+  /// one thread drives every node (docs/simulation.md); a threaded system keeps the default.
+  bool on_system_io = false;
+  /// This run's incarnation, told to peers in the handshake; 0 (the default) draws a random
+  /// one. A simulation sets it from its seed, so that a run replays.
+  std::uint64_t incarnation = 0;
 
   remote_options& with_cluster_name(std::string n) {
     cluster_name = std::move(n);
@@ -88,6 +96,14 @@ struct remote_options {
                                          std::chrono::milliseconds max) {
     reconnect_backoff_min = min;
     reconnect_backoff_max = max;
+    return *this;
+  }
+  remote_options& with_system_io() {
+    on_system_io = true;
+    return *this;
+  }
+  remote_options& with_incarnation(std::uint64_t n) {
+    incarnation = n;
     return *this;
   }
 };

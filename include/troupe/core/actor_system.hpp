@@ -29,8 +29,9 @@ struct system_config {
   std::string name = "troupe";
   /// Worker threads; 0 means one per hardware thread.
   std::size_t workers = 0;
-  /// No worker threads at all: actors run only inside run_until_idle() on the calling thread,
-  /// one message at a time in a reproducible order (for deterministic tests).
+  /// No threads at all (no workers, no I/O thread): actors and the I/O context's handlers run
+  /// only inside run_until_idle() on the calling thread, one at a time in a reproducible order
+  /// (for deterministic tests and simulations).
   bool manual_scheduling = false;
   /// The clock; null means the real steady clock.
   std::shared_ptr<troupe::clock> clock;
@@ -149,8 +150,8 @@ class actor_system {
   /// Removes a step; an id that is not added (any more) is ignored.
   void remove_signal_step(std::uint64_t id);
 
-  /// With manual scheduling: runs actors on this thread until none has work; returns the
-  /// number of turns run.
+  /// With manual scheduling: runs actors and I/O handlers on this thread until none has work;
+  /// returns the number of turns and handlers run.
   std::size_t run_until_idle();
 
   /// The system's single instance of T, created on first use as T(actor_system&) and destroyed

@@ -4,7 +4,6 @@
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
 #include <utility>
@@ -34,7 +33,9 @@ void complete(const boost::asio::any_io_executor& ex, stream::done_handler done,
 
 }  // namespace
 
-connection::connection(end_point connecting, end_point accepting) {
+connection::connection(end_point connecting, end_point accepting,
+                       std::shared_ptr<troupe::clock> clock)
+    : clock_(std::move(clock)) {
   ends_[connector].where = std::move(connecting);
   ends_[acceptor].where = std::move(accepting);
 }
@@ -85,7 +86,7 @@ void connection::write(side s, byte_buffer bytes, stream::done_handler done) {
         (void)end_locked(s, result, true);
       }
     } else if (auto v = self.where.outgoing->next_write(); !v.lost) {
-      enqueue_locked(other(s), inbound{clock::now() + v.delay, std::move(bytes)});
+      enqueue_locked(other(s), inbound{clock_->now() + v.delay, std::move(bytes)});
     }
   }
   complete(ends_[s].where.executor, std::move(done), result);
@@ -100,7 +101,7 @@ void connection::close(side s, bool notify) {
   auto& peer = ends_[other(s)];
   if (!peer.ended && !self.where.outgoing->blocked()) {
     peer.end_of_stream_coming = true;
-    enqueue_locked(other(s), inbound{clock::now(), {}, true});
+    enqueue_locked(other(s), inbound{clock_->now(), {}, true});
   }
 }
 
@@ -134,20 +135,31 @@ void connection::schedule_pump_locked(side s) {
   e.pump_scheduled = true;
   const auto due = e.inbox.front().due;
   auto self = shared_from_this();
-  if (due <= clock::now()) {
+  if (due <= clock_->now()) {
     boost::asio::post(e.where.executor, [self = std::move(self), s] { self->pump(s); });
     return;
   }
-  // The timer lives in its own handler: nothing outlives the executor it belongs to.
-  auto timer = std::make_shared<boost::asio::steady_timer>(e.where.executor, due);
-  timer->async_wait(
-      [self = std::move(self), s, timer](const boost::system::error_code&) { self->pump(s); });
+  clock_->schedule_at(due, [weak = std::weak_ptr<connection>(self), s] {
+    if (auto c = weak.lock()) c->pump_later(s);
+  });
+}
+
+void connection::pump_later(side s) {
+  std::lock_guard lock(mutex_);
+  auto& e = ends_[s];
+  // Posting under the lock: an end whose owner closed it may have no executor any more, and
+  // its close takes this lock first.
+  if (!e.handlers) {
+    e.pump_scheduled = false;
+    return;
+  }
+  boost::asio::post(e.where.executor, [self = shared_from_this(), s] { self->pump(s); });
 }
 
 void connection::pump(side s) {
   std::unique_lock lock(mutex_);
   auto& e = ends_[s];
-  while (e.handlers && !e.inbox.empty() && e.inbox.front().due <= clock::now()) {
+  while (e.handlers && !e.inbox.empty() && e.inbox.front().due <= clock_->now()) {
     inbound item = std::move(e.inbox.front());
     e.inbox.pop_front();
     if (item.end_of_stream) {

@@ -12,6 +12,7 @@
 
 #include <troupe/cluster/node_address.hpp>
 #include <troupe/cluster/transport.hpp>
+#include <troupe/core/clock.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -40,7 +41,8 @@ class connection : public std::enable_shared_from_this<connection> {
     std::shared_ptr<link_state> outgoing;
   };
 
-  connection(end_point connecting, end_point accepting);
+  /// Delays are measured on `clock`.
+  connection(end_point connecting, end_point accepting, std::shared_ptr<troupe::clock> clock);
 
   /// stream::start of end `s`; a second call is ignored.
   void start(side s, stream::read_handler on_data, stream::done_handler on_closed);
@@ -60,14 +62,12 @@ class connection : public std::enable_shared_from_this<connection> {
   [[nodiscard]] std::string describe(side s) const;
 
  private:
-  using clock = std::chrono::steady_clock;
-
   struct handler_pair {
     stream::read_handler on_data;
     stream::done_handler on_closed;
   };
   struct inbound {
-    clock::time_point due;
+    time_point due;
     byte_buffer bytes;
     bool end_of_stream = false;  // the peer's close, behind its last write
   };
@@ -93,7 +93,10 @@ class connection : public std::enable_shared_from_this<connection> {
   void enqueue_locked(side to, inbound item);
   void schedule_pump_locked(side s);
   void pump(side s);
+  /// A delayed write fell due: pump `s` on its executor, if the end still reads.
+  void pump_later(side s);
 
+  const std::shared_ptr<troupe::clock> clock_;
   std::mutex mutex_;
   std::array<end, 2> ends_;
 };

@@ -9,8 +9,10 @@
 
 namespace troupe::cluster {
 
-memory_network::memory_network(std::uint64_t seed)
-    : core_(std::make_shared<detail::network_core>(seed)) {}
+memory_network::memory_network(std::uint64_t seed) : memory_network(seed, make_steady_clock()) {}
+
+memory_network::memory_network(std::uint64_t seed, std::shared_ptr<troupe::clock> clock)
+    : core_(std::make_shared<detail::network_core>(seed, std::move(clock))) {}
 
 memory_network::~memory_network() = default;
 

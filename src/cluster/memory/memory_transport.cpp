@@ -8,7 +8,6 @@
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
 
@@ -68,16 +67,21 @@ void memory_transport::connect(const node_address& peer, connect_handler done) {
   auto back = network->link(peer, *local);
   if (out->blocked() && back->blocked()) {
     // Nothing answers across a full partition: fail when the connect would time out.
-    auto timer = std::make_shared<boost::asio::steady_timer>(executor_, network->connect_timeout());
-    timer->async_wait([timer, done = std::move(done)](const boost::system::error_code&) {
-      done(errc::node_unreachable, nullptr);
-    });
+    network->clock()->schedule_after(
+        network->connect_timeout(), [weak = weak_from_this(), done = std::move(done)] {
+          auto self = weak.lock();
+          if (!self) return;
+          // Under the lock: once shut down, the executor may be gone.
+          std::lock_guard lock(self->mutex_);
+          if (self->shut_down_) return;
+          boost::asio::post(self->executor_, [done] { done(errc::node_unreachable, nullptr); });
+        });
     return;
   }
 
   auto c = std::make_shared<connection>(
       connection::end_point{executor_, *local, std::move(out)},
-      connection::end_point{listener->executor(), peer, std::move(back)});
+      connection::end_point{listener->executor(), peer, std::move(back)}, network->clock());
   if (!adopt(c, connection::connector)) return fail_later(std::move(done), aborted());
   if (!listener->accept(peer, c)) {
     c->close(connection::connector, false);

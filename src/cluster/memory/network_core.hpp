@@ -5,6 +5,7 @@
 // (transport -> network, connection -> link).
 
 #include <troupe/cluster/node_address.hpp>
+#include <troupe/core/clock.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -23,9 +24,12 @@ class memory_transport;
 
 class network_core {
  public:
-  explicit network_core(std::uint64_t seed) : seed_(seed) {}
+  network_core(std::uint64_t seed, std::shared_ptr<troupe::clock> clock)
+      : seed_(seed), clock_(std::move(clock)) {}
 
   [[nodiscard]] std::uint64_t seed() const noexcept { return seed_; }
+  /// What delays and connect timeouts are measured on.
+  [[nodiscard]] const std::shared_ptr<troupe::clock>& clock() const noexcept { return clock_; }
 
   /// The link `from` -> `to`, made on first use.
   std::shared_ptr<link_state> link(const node_address& from, const node_address& to);
@@ -60,6 +64,7 @@ class network_core {
   std::uint16_t free_port_locked(const std::string& host);
 
   const std::uint64_t seed_;
+  const std::shared_ptr<troupe::clock> clock_;
   mutable std::mutex mutex_;
   std::map<std::pair<node_address, node_address>, std::shared_ptr<link_state>> links_;
   std::map<node_address, std::weak_ptr<memory_transport>> listeners_;

@@ -10,11 +10,10 @@ inbound::inbound(node_core& core, std::shared_ptr<stream> s)
     : core_(core), stream_(std::move(s)), decoder_(core.options().max_frame_size) {}
 
 void inbound::start() {
-  handshake_timer_.emplace(core_.io());
-  handshake_timer_->expires_after(core_.options().handshake_timeout);
-  handshake_timer_->async_wait([weak = weak_from_this()](std::error_code ec) {
+  handshake_timer_.emplace(core_.clock(), core_.io().get_executor());
+  handshake_timer_->wait_for(core_.options().handshake_timeout, [weak = weak_from_this()] {
     auto self = weak.lock();
-    if (ec || !self || self->peer_) return;
+    if (!self || self->peer_) return;
     troupe::logger()->warn("remote: no handshake from {} within {} ms, closing",
                            self->stream_->describe(),
                            self->core_.options().handshake_timeout.count());

@@ -8,8 +8,6 @@
 #include "message_reader.hpp"
 #include "peer.hpp"
 
-#include <boost/asio/steady_timer.hpp>
-
 #include <functional>
 #include <memory>
 #include <optional>
@@ -56,7 +54,7 @@ class inbound : public std::enable_shared_from_this<inbound> {
   message_reader reader_;                                  // the stream's slot tables
   std::vector<intrusive_ptr<actor_target>> recipients_;    // by slot - 1, as resolved
   std::vector<const message_registry::entry*> manifests_;  // by slot - 1
-  std::optional<boost::asio::steady_timer> handshake_timer_;
+  std::optional<clock_timer> handshake_timer_;
 };
 
 }  // namespace troupe::cluster::detail

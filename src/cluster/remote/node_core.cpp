@@ -1,6 +1,7 @@
 #include "node_core.hpp"
 
 #include <troupe/core/actor.hpp>
+#include <troupe/core/detail/real_time_use.hpp>
 
 #include <boost/asio/post.hpp>
 
@@ -47,21 +48,31 @@ node_core::node_core(actor_system& system, remote_options options)
   require(options_.reconnect_backoff_min.count() > 0 &&
               options_.reconnect_backoff_max >= options_.reconnect_backoff_min,
           "reconnect backoff needs 0 < min <= max");
-  self_.incarnation = random_incarnation();
+  self_.incarnation = options_.incarnation != 0 ? options_.incarnation : random_incarnation();
 }
 
 void node_core::start() {
   anchor_ = system_.spawn_system_actor<remote_anchor>(spawn_options{}).target_ptr();
-  io_ = std::make_unique<boost::asio::io_context>(1);
-  work_.emplace(io_->get_executor());
+  if (options_.on_system_io) {
+    io_ = &system_.io_context();
+  } else {
+    own_io_ = std::make_unique<boost::asio::io_context>(1);
+    io_ = own_io_.get();
+    work_.emplace(io_->get_executor());
+  }
   transport_ = options_.transport(io_->get_executor());
   // Listen on the I/O thread's executor before it runs: nothing races yet.
   self_.address =
       transport_->listen(options_.bind, [self = weak_from_this()](std::shared_ptr<stream> s) {
         if (auto core = self.lock()) core->accept(std::move(s));
       });
-  tick_timer_.emplace(*io_);
+  tick_timer_.emplace(clock(), io_->get_executor());
   schedule_tick();
+  if (!own_io_) {
+    troupe::logger()->info("remote: node {} listening (on the system's I/O)", to_string(self_));
+    return;
+  }
+  troupe::detail::note_real_time_use("the remoting's I/O thread");
   thread_ = std::thread([this] {
     try {
       io_->run();
@@ -72,29 +83,35 @@ void node_core::start() {
   troupe::logger()->info("remote: node {} listening", to_string(self_));
 }
 
+void node_core::close_on_io() {
+  tick_timer_.reset();
+  std::vector<std::shared_ptr<peer>> peers;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [a, p] : peers_) peers.push_back(p);
+  }
+  for (auto& p : peers) p->close();
+  for (auto& in : std::vector(inbound_)) in->close();
+  inbound_.clear();
+  transport_->shutdown();
+  exports_.clear();
+  export_ids_.clear();
+  work_.reset();
+}
+
 void node_core::shutdown() {
   if (closed_.exchange(true)) return;
   if (thread_.joinable()) {
     std::promise<void> done;
     boost::asio::post(*io_, [this, &done] {
-      tick_timer_.reset();
-      std::vector<std::shared_ptr<peer>> peers;
-      {
-        std::lock_guard lock(mutex_);
-        for (auto& [a, p] : peers_) peers.push_back(p);
-      }
-      for (auto& p : peers) p->close();
-      for (auto& in : std::vector(inbound_)) in->close();
-      inbound_.clear();
-      transport_->shutdown();
-      exports_.clear();
-      export_ids_.clear();
-      work_.reset();
+      close_on_io();
       done.set_value();
     });
     done.get_future().wait();
     io_->stop();
     thread_.join();
+  } else if (!own_io_ && transport_) {
+    close_on_io();  // the system's driver runs the I/O: that is this thread
   }
   {
     std::lock_guard lock(mutex_);
@@ -102,7 +119,7 @@ void node_core::shutdown() {
     exposed_.clear();
   }
   transport_.reset();
-  io_.reset();  // destroys pending handlers, which hold peers
+  own_io_.reset();  // destroys pending handlers, which hold peers
 }
 
 std::shared_ptr<peer> node_core::peer_at(const node_address& address) {
@@ -162,10 +179,9 @@ void node_core::sweep_exports() {
 }
 
 void node_core::schedule_tick() {
-  tick_timer_->expires_after(options_.heartbeat_interval);
-  tick_timer_->async_wait([this](std::error_code ec) {
-    if (ec || closed()) return;
-    const auto now = clock_type::now();
+  tick_timer_->wait_for(options_.heartbeat_interval, [this] {
+    if (closed()) return;
+    const auto now = this->now();
     std::vector<std::shared_ptr<peer>> peers;
     {
       std::lock_guard lock(mutex_);

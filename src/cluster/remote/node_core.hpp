@@ -11,13 +11,13 @@
 #include <troupe/core/dead_letters.hpp>
 #include <troupe/core/detail/system_messages.hpp>
 
+#include "cluster/clock_timer.hpp"
 #include "inbound.hpp"
 #include "peer.hpp"
 #include "remote_target.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/unordered/unordered_flat_map.hpp>
 
 #include <atomic>
@@ -42,6 +42,9 @@ class node_core : public std::enable_shared_from_this<node_core> {
   [[nodiscard]] const node_id& self() const noexcept { return self_; }
   [[nodiscard]] const remote_options& options() const noexcept { return options_; }
   [[nodiscard]] boost::asio::io_context& io() noexcept { return *io_; }
+  /// The actor system's clock: heartbeats, handshake deadlines and backoff follow it.
+  [[nodiscard]] troupe::clock& clock() const noexcept { return system_.clock(); }
+  [[nodiscard]] time_point now() const noexcept { return clock().now(); }
   [[nodiscard]] transport& net() noexcept { return *transport_; }
   [[nodiscard]] bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
   [[nodiscard]] const intrusive_ptr<actor_target>& anchor() const noexcept { return anchor_; }
@@ -87,12 +90,17 @@ class node_core : public std::enable_shared_from_this<node_core> {
  private:
   void accept(std::shared_ptr<stream> s);
   void schedule_tick();
+  /// Closes peers, inbound streams and the transport; on the I/O thread (or its driver).
+  void close_on_io();
   void sweep_exports();
 
   actor_system& system_;
   remote_options options_;
   node_id self_;
-  std::unique_ptr<boost::asio::io_context> io_;
+  /// Our own, run by thread_; with manual scheduling the system's, run by its driver (a
+  /// simulation), and no thread of ours.
+  boost::asio::io_context* io_ = nullptr;
+  std::unique_ptr<boost::asio::io_context> own_io_;
   /// Keeps the I/O thread running until shutdown has run on it: without it, the thread could
   /// return from `run` when the last timer gives up on seeing `closed_`, and shutdown would
   /// wait forever for a handler nobody runs.
@@ -102,7 +110,7 @@ class node_core : public std::enable_shared_from_this<node_core> {
   intrusive_ptr<actor_target> anchor_;
   std::atomic<bool> closed_{false};
   std::atomic<bool> membership_decides_{false};
-  std::optional<boost::asio::steady_timer> tick_timer_;
+  std::optional<clock_timer> tick_timer_;
 
   mutable std::mutex mutex_;  // peers_ and exposed_
   std::unordered_map<node_address, std::shared_ptr<peer>> peers_;

@@ -327,7 +327,7 @@ void peer::send_system_frame(system_kind kind, std::uint64_t key, const recipien
 
 void peer::connect() {
   state_ = state::connecting;
-  state_since_ = clock_type::now();
+  state_since_ = core_->now();
   ++generation_;
   core_->net().connect(address_, [self = shared_from_this(), gen = generation_](
                                      std::error_code ec, std::shared_ptr<stream> s) {
@@ -346,7 +346,7 @@ void peer::connect() {
 void peer::on_stream(std::shared_ptr<stream> s) {
   stream_ = std::move(s);
   state_ = state::handshaking;
-  state_since_ = clock_type::now();
+  state_since_ = core_->now();
   decoder_ = wire::frame_decoder(core_->options().max_frame_size);
   next_slot_ = 1;
   manifest_slots_.clear();
@@ -482,17 +482,20 @@ void peer::schedule_reconnect() {
     return;
   }
   state_ = state::backoff;
-  if (!reconnect_timer_)
-    reconnect_timer_ = std::make_unique<boost::asio::steady_timer>(core_->io());
-  reconnect_timer_->expires_after(backoff_);
+  if (!reconnect_timer_) {
+    reconnect_timer_ = std::make_unique<clock_timer>(core_->clock(), core_->io().get_executor());
+  }
+  const auto wait = backoff_;
   backoff_ = std::min(backoff_ * 2, core_->options().reconnect_backoff_max);
-  reconnect_timer_->async_wait([self = shared_from_this()](std::error_code ec) {
-    if (ec || self->state_ != state::backoff) return;
+  reconnect_timer_->wait_for(wait, [self = shared_from_this()] {
+    if (self->state_ != state::backoff) return;
     self->connect();
   });
 }
 
-void peer::tick(clock_type::time_point now) {
+void peer::heard_from() { last_heard_ = core_->now(); }
+
+void peer::tick(time_point now) {
   const auto& opts = core_->options();
   if (state_ == state::handshaking && now - state_since_ > opts.handshake_timeout) {
     drop_stream(

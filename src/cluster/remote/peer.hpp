@@ -9,9 +9,8 @@
 #include <troupe/cluster/transport.hpp>
 #include <troupe/cluster/wire/frame.hpp>
 
+#include "cluster/clock_timer.hpp"
 #include "remote_target.hpp"
-
-#include <boost/asio/steady_timer.hpp>
 
 #include <functional>
 #include <map>
@@ -63,9 +62,9 @@ class peer : public std::enable_shared_from_this<peer> {
   void send_system_frame(system_kind kind, std::uint64_t key, const recipient_spec* spec,
                          const std::string* reason);
   /// Heartbeats, handshake timeout, failure detection.
-  void tick(clock_type::time_point now);
+  void tick(time_point now);
   /// Any frame from the peer (on any stream) shows it is alive.
-  void heard_from() { last_heard_ = clock_type::now(); }
+  void heard_from();
   /// Counts traffic with the peer, on this node's totals and the peer's own.
   void count_sent(std::size_t frames, std::size_t bytes) noexcept;
   void count_received(std::size_t frames, std::size_t bytes) noexcept;
@@ -159,10 +158,10 @@ class peer : public std::enable_shared_from_this<peer> {
   std::unordered_map<const message_registry::entry*, std::uint64_t> manifest_slots_;
   const std::type_info* last_type_ = nullptr;
   const message_registry::entry* last_entry_ = nullptr;
-  clock_type::time_point last_heard_{};
-  clock_type::time_point state_since_{};
+  time_point last_heard_{};
+  time_point state_since_{};
   std::chrono::milliseconds backoff_{0};
-  std::unique_ptr<boost::asio::steady_timer> reconnect_timer_;
+  std::unique_ptr<clock_timer> reconnect_timer_;
   std::vector<intrusive_ptr<actor_target>> asks_;
   struct remote_watch {
     intrusive_ptr<remote_target> watchee;

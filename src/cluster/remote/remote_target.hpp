@@ -17,7 +17,6 @@ using troupe::detail::actor_target;
 using troupe::detail::envelope_base;
 using troupe::detail::intrusive_ptr;
 using troupe::detail::system_message;
-using clock_type = std::chrono::steady_clock;
 
 class node_core;
 class peer;
