@@ -113,8 +113,10 @@ struct activity {
 
 class tally final : public tp::persistent_entity<tally_command, added, tallied> {
  public:
-  tally(std::string label, std::shared_ptr<activity> log)
-      : label_(std::move(label)), log_(std::move(log)) {}
+  /// With `planted_loss`, a bug planted on purpose to show the checkers find it: the 30th add
+  /// an activation handles is acknowledged without being persisted.
+  tally(std::string label, std::shared_ptr<activity> log, bool planted_loss = false)
+      : label_(std::move(label)), log_(std::move(log)), planted_loss_(planted_loss) {}
 
  private:
   void on_start() override {
@@ -130,6 +132,7 @@ class tally final : public tp::persistent_entity<tally_command, added, tallied> 
     auto answer = [label = label_](const tallied& now) { return tally_reply{label, now}; };
     if (a != nullptr) {
       if (a->work_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a->work_ms));
+      if (planted_loss_ && ++adds_ == 30) return reply(answer(state));
       return persist(added{a->sender, a->n}).then_reply(answer);
     }
     return reply(answer(state));
@@ -141,6 +144,8 @@ class tally final : public tp::persistent_entity<tally_command, added, tallied> 
   }
   std::string label_;
   std::shared_ptr<activity> log_;
+  bool planted_loss_;
+  int adds_ = 0;
 };
 
 inline std::shared_ptr<message_registry> registry() {
