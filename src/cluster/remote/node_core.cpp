@@ -119,6 +119,10 @@ void node_core::shutdown() {
     exposed_.clear();
   }
   transport_.reset();
+  {
+    std::unique_lock lock(io_lifetime_);
+    io_gone_ = true;
+  }
   own_io_.reset();  // destroys pending handlers, which hold peers
 }
 
@@ -241,9 +245,7 @@ void node_core::node_left(const node_address& address, std::string reason, bool 
     if (it == peers_.end()) return;  // nothing here depends on it
     p = it->second;
   }
-  boost::asio::post(*io_, [p = std::move(p), reason = std::move(reason), graceful] {
-    p->left(reason, graceful);
-  });
+  post_io([p = std::move(p), reason = std::move(reason), graceful] { p->left(reason, graceful); });
 }
 
 troupe::dead_letter_office& node_core::dead_letters() noexcept {

@@ -18,12 +18,14 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/unordered/unordered_flat_map.hpp>
 
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -42,6 +44,15 @@ class node_core : public std::enable_shared_from_this<node_core> {
   [[nodiscard]] const node_id& self() const noexcept { return self_; }
   [[nodiscard]] const remote_options& options() const noexcept { return options_; }
   [[nodiscard]] boost::asio::io_context& io() noexcept { return *io_; }
+  /// Posts `fn` to the I/O context from any thread; dropped (false) once shutdown destroys the
+  /// context, which it may do while another thread is about to post.
+  template <class F>
+  bool post_io(F&& fn) {
+    std::shared_lock lock(io_lifetime_);
+    if (io_gone_) return false;
+    boost::asio::post(*io_, std::forward<F>(fn));
+    return true;
+  }
   /// The actor system's clock: heartbeats, handshake deadlines and backoff follow it.
   [[nodiscard]] troupe::clock& clock() const noexcept { return system_.clock(); }
   [[nodiscard]] time_point now() const noexcept { return clock().now(); }
@@ -101,6 +112,8 @@ class node_core : public std::enable_shared_from_this<node_core> {
   /// simulation), and no thread of ours.
   boost::asio::io_context* io_ = nullptr;
   std::unique_ptr<boost::asio::io_context> own_io_;
+  std::shared_mutex io_lifetime_;  // post_io holds it shared; shutdown, to end the context
+  bool io_gone_ = false;
   /// Keeps the I/O thread running until shutdown has run on it: without it, the thread could
   /// return from `run` when the last timer gives up on seeing `closed_`, and shutdown would
   /// wait forever for a handler nobody runs.

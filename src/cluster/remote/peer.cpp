@@ -56,7 +56,7 @@ void peer::push(envelope_base* e, intrusive_ptr<remote_target> to) noexcept {
     queue_.push_back(std::move(item));
     post = !std::exchange(flush_posted_, true);
   }
-  if (post) boost::asio::post(core_->io(), [self = shared_from_this()] { self->flush(); });
+  if (post) core_->post_io([self = shared_from_this()] { self->flush(); });
 }
 
 void peer::overflow(outgoing& item, const std::string& bound) noexcept {

@@ -124,7 +124,7 @@ class watch_proxy final : public actor_target {
   void enqueue_any(envelope_base* e) noexcept override { delete e; }
   void send_system(system_message* m) noexcept override {
     if (dynamic_cast<terminated_message*>(m) != nullptr && !peer_->core().closed()) {
-      boost::asio::post(peer_->core().io(), [p = peer_, key = key_] {
+      peer_->core().post_io([p = peer_, key = key_] {
         p->unwatch_local(key);
         p->send_system_frame(system_kind::terminated, key, nullptr, nullptr);
       });

@@ -19,15 +19,14 @@ void remote_target::enqueue(envelope_base* e) noexcept {
 void remote_target::send_system(system_message* m) noexcept {
   auto& core = peer_->core();
   if (auto* w = dynamic_cast<troupe::detail::watch_message*>(m); w != nullptr && !core.closed()) {
-    boost::asio::post(core.io(), [p = peer_, self = intrusive_ptr<remote_target>(this),
-                                  watcher = std::move(w->watcher)]() mutable {
+    core.post_io([p = peer_, self = intrusive_ptr<remote_target>(this),
+                  watcher = std::move(w->watcher)]() mutable {
       p->watch(std::move(self), std::move(watcher));
     });
   } else if (auto* u = dynamic_cast<troupe::detail::unwatch_message*>(m);
              u != nullptr && !core.closed()) {
-    boost::asio::post(core.io(),
-                      [p = peer_, self = intrusive_ptr<remote_target>(this),
-                       watcher = std::move(u->watcher)] { p->unwatch(self.get(), watcher.get()); });
+    core.post_io([p = peer_, self = intrusive_ptr<remote_target>(this),
+                  watcher = std::move(u->watcher)] { p->unwatch(self.get(), watcher.get()); });
   } else if (w != nullptr) {
     w->on_undelivered(*this);  // the node is shut down: the watcher hears at once
   }
@@ -38,7 +37,7 @@ void remote_target::notify_undelivered(std::error_code /*code*/,
                                        const std::string& reason) noexcept {
   if (!temporary_ || peer_->core().closed()) return;
   try {
-    boost::asio::post(peer_->core().io(), [p = peer_, id = export_id_, reason] {
+    peer_->core().post_io([p = peer_, id = export_id_, reason] {
       p->send_system_frame(system_kind::undeliverable, id, nullptr, &reason);
     });
   } catch (...) {  // out of memory: the ask then times out instead
