@@ -9,7 +9,9 @@
 
 #include <troupe/testkit/simulation_guard.hpp>
 
+#include "support/manual_time.hpp"
 #include "support/tally_world.hpp"
+#include "support/trace_hash.hpp"
 
 #include <gtest/gtest.h>
 
@@ -107,7 +109,7 @@ struct sim_member {
 struct outcome {
   std::vector<std::string> problems;
   std::vector<std::string> violations;
-  std::uint64_t trace_hash = 0xcbf29ce484222325ULL;
+  std::uint64_t trace_hash = 0;
   std::size_t asked = 0;
   std::size_t acknowledged = 0;
   int crashes = 0;
@@ -123,13 +125,6 @@ struct ask_in_flight {
   int n;
   std::future<tally_reply> answer;
 };
-
-void hash_in(std::uint64_t& h, const std::string& s) {
-  for (const char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
-  }
-}
 
 outcome simulate(std::uint64_t seed, bool planted_loss = false) {
   outcome out;
@@ -159,17 +154,7 @@ outcome simulate(std::uint64_t seed, bool planted_loss = false) {
         if (n) n->start_when_joined(w.log, planted_loss);
       }
     };
-    auto step = [&](duration d) {
-      run_all();
-      const time_point until = w.clock->now() + d;
-      while (auto due = w.clock->next_deadline()) {
-        if (*due > until) break;
-        w.clock->advance(std::max(*due - w.clock->now(), duration::zero()));
-        run_all();
-      }
-      w.clock->advance(until - w.clock->now());
-      run_all();
-    };
+    auto step = [&](duration d) { test_time::let_time_pass(*w.clock, d, run_all); };
     auto ask_some = [&] {
       const int from = static_cast<int>(rng() % node_count);
       if (!nodes[from] || !nodes[from]->region) return;
@@ -319,10 +304,12 @@ outcome simulate(std::uint64_t seed, bool planted_loss = false) {
       }
     }
   }
+  test::trace_hash hash;
   for (const auto& e : w.log->entries) {
     if (e.what == activity::entry::fence) ++out.fences;
-    hash_in(out.trace_hash, std::to_string(static_cast<int>(e.what)) + e.label + e.id + e.detail);
+    hash.add(std::to_string(static_cast<int>(e.what)) + e.label + e.id + e.detail);
   }
+  out.trace_hash = hash.value();
   return out;
 }
 

@@ -10,6 +10,9 @@
 #include <troupe/core/actor_system.hpp>
 #include <troupe/testkit/simulation_guard.hpp>
 
+#include "support/manual_time.hpp"
+#include "support/trace_hash.hpp"
+
 #include <boost/describe/class.hpp>
 #include <gtest/gtest.h>
 
@@ -115,14 +118,6 @@ struct outcome {
   int faults = 0;
 };
 
-std::uint64_t fnv(std::uint64_t h, std::uint64_t v) {
-  for (int b = 0; b < 8; ++b) {
-    h ^= (v >> (8 * b)) & 0xffU;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
 /// One seeded run: 600 ms of traffic under faults, then healing, then 400 ms of traffic that
 /// must all arrive, then 2 s to settle.
 outcome simulate(std::uint64_t seed, planted bug = planted::none) {
@@ -162,17 +157,7 @@ outcome simulate(std::uint64_t seed, planted bug = planted::none) {
         for (auto& n : nodes) busy = n->system.run_until_idle() > 0 || busy;
       }
     };
-    auto step = [&](duration d) {
-      run_all();
-      const time_point until = clock->now() + d;
-      while (auto due = clock->next_deadline()) {
-        if (*due > until) break;
-        clock->advance(std::max(*due - clock->now(), duration::zero()));
-        run_all();
-      }
-      clock->advance(until - clock->now());
-      run_all();
-    };
+    auto step = [&](duration d) { test_time::let_time_pass(*clock, d, run_all); };
     auto tell_some = [&](bool faults_on) {
       const int a = static_cast<int>(rng() % node_count);
       const int b = static_cast<int>(rng() % node_count);
@@ -233,13 +218,13 @@ outcome simulate(std::uint64_t seed, planted bug = planted::none) {
       }
     }
   }
+  test::trace_hash hash;
   for (const auto& d : log) {
-    out.trace_hash =
-        fnv(out.trace_hash == 0 ? 0xcbf29ce484222325ULL : out.trace_hash,
-            (static_cast<std::uint64_t>(d.receiver) << 56U) ^
-                (static_cast<std::uint64_t>(d.sender) << 48U) ^ static_cast<std::uint64_t>(d.n) ^
-                (static_cast<std::uint64_t>(d.at.time_since_epoch().count()) << 20U));
+    hash.add((static_cast<std::uint64_t>(d.receiver) << 56U) ^
+             (static_cast<std::uint64_t>(d.sender) << 48U) ^ static_cast<std::uint64_t>(d.n));
+    hash.add(static_cast<std::uint64_t>(d.at.time_since_epoch().count()));
   }
+  out.trace_hash = hash.value();
   out.violations = guard.violations();
   return out;
 }

@@ -16,18 +16,24 @@ inline void poll(boost::asio::io_context& io) {
   io.poll();
 }
 
-/// Moves `clock` by `d`, stopping at each deadline on the way to run what falls due and the
-/// handlers it posts.
-inline void let_time_pass(manual_clock& clock, boost::asio::io_context& io, duration d) {
+/// Moves `clock` by `d`, stopping at each deadline on the way to call `run`, which runs what
+/// fell due and what that set going (before the first step and after the last too).
+template <class Run>
+void let_time_pass(manual_clock& clock, duration d, Run&& run) {
   const time_point target = clock.now() + d;
-  poll(io);
+  run();
   while (auto next = clock.next_deadline()) {
     if (*next > target) break;
     clock.advance(std::max(*next - clock.now(), duration::zero()));
-    poll(io);
+    run();
   }
   clock.advance(target - clock.now());
-  poll(io);
+  run();
+}
+
+/// The same, running the handlers `io` has ready at each stop.
+inline void let_time_pass(manual_clock& clock, boost::asio::io_context& io, duration d) {
+  let_time_pass(clock, d, [&] { poll(io); });
 }
 
 }  // namespace troupe::cluster::test_time
