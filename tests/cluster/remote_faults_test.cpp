@@ -173,6 +173,37 @@ TEST_F(faults, a_restarted_node_is_a_new_incarnation) {
   EXPECT_EQ(again.expect_message(5s).n, 2U);
 }
 
+// A node leaves gracefully and comes back at its address as a new run, which connects to b
+// first (b has sent it nothing since): b's asks to it go through, not failed as to the one that
+// left. (The whole-node simulation found asks failing "node left the cluster" long after such a
+// return.)
+TEST_F(faults, a_node_that_left_and_came_back_takes_asks_again) {
+  node b(net, registry(), quick(), "b");
+  b.remote->follow_membership();
+  auto a = std::make_unique<node>(net, registry(), quick(), "a");
+  a->remote->follow_membership();
+  const auto address = a->address();
+  test_probe<item> got(a->system);
+  a->remote->expose(a->system.spawn<item_actor>("items", got.ref()));
+  b.remote->ref_to<item>(address, "/user/items").tell(item{1, ""});
+  EXPECT_EQ(got.expect_message().n, 1U);
+  b.remote->node_left(address, "a's member key is gone", true);
+  a.reset();
+
+  a = std::make_unique<node>(net, registry(), quick().with_bind(address), "a2");
+  a->remote->follow_membership();
+  test_probe<item> again(a->system, "again");
+  a->remote->expose(a->system.spawn<item_actor>("items", again.ref()));
+  test_probe<item> at_b(b.system, "at-b");
+  b.remote->expose(b.system.spawn<item_actor>("items", at_b.ref()));
+  a->remote->ref_to<item>(b.address(), "/user/items").tell(item{2, ""});  // a2 connects to b
+  EXPECT_EQ(at_b.expect_message(5s).n, 2U);
+  auto answer = b.remote->ref_to<item>(address, "/user/items")
+                    .ask<item>(item{3, ""}, 30s, troupe::use_future);
+  EXPECT_EQ(again.expect_message(5s).n, 3U) << "the ask reached the node's new run";
+  EXPECT_EQ(answer.wait_for(0s), std::future_status::timeout) << "and waits for its answer";
+}
+
 TEST_F(faults, an_oversized_frame_closes_that_connection_only) {
   node a(net, registry(), quick().with_max_frame_size(1024), "a");
   node b(net, registry(), quick(), "b");

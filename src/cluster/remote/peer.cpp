@@ -519,6 +519,12 @@ void peer::tick(time_point now) {
 void peer::observed(const node_id& id) {
   const auto before = incarnation_.exchange(id.incarnation, std::memory_order_acq_rel);
   if (before != 0 && before != id.incarnation) {
+    {
+      // A new run of the node answers at the address (it may have connected to us, while we
+      // have sent it nothing yet): what left was the one before, so asks to it go through again.
+      std::lock_guard lock(mutex_);
+      left_ = false;
+    }
     lost(errc::node_restarted, "node " + to_string(address_) + " restarted (incarnation " +
                                    std::to_string(before) + " -> " +
                                    std::to_string(id.incarnation) + ")");
