@@ -17,6 +17,7 @@
 #include <troupe/core/actor.hpp>
 #include <troupe/core/concurrency_gate.hpp>
 #include <troupe/sharding/detail/back_pressure.hpp>
+#include <troupe/sharding/detail/planted_bugs.hpp>
 #include <troupe/sharding/detail/shard_actor.hpp>
 #include <troupe/sharding/detail/shard_routes.hpp>
 #include <troupe/sharding/detail/undelivered.hpp>
@@ -516,7 +517,10 @@ class region_actor final : public actor<region_message<M>> {
   /// shard lives, or keeps it waiting. `sent_at_epoch` > 0: another node sent it here at that
   /// epoch, and it goes on only to a newer remote home (epochs only grow, so it never circles).
   void route_to(shard_id shard, std::string& id, M& message, shard_epoch sent_at_epoch) {
-    if (sent_at_epoch > 0 && setup_->homes->fenced()) {
+    // Past the lease's deadline already (a node resumed after a pause, before its fence is
+    // noticed): the shard may run elsewhere and its senders count what they sent here as lost,
+    // so passing it on now would put it after their newer messages.
+    if (sent_at_epoch > 0 && setup_->homes->standing()->lost()) {
       reject(message, fenced_reason(), errc::recipient_terminated);
       return;
     }
@@ -557,6 +561,12 @@ class region_actor final : public actor<region_message<M>> {
     }
     // The message waits in its own envelope, with its sender: nothing moves.
     auto& line = entry.flushing != 0 && sent_at_epoch == 0 ? entry.during_flush : entry.buffer;
+    if (sent_at_epoch > 0 && planted::bounced_out_of_order.load(std::memory_order_relaxed)) {
+      line.push_front({std::move(id), nullptr, &message, sent_at_epoch, 0, {}});
+      line.front().envelope.reset(this->context().cell().release_current());
+      ++buffered_;
+      return;
+    }
     line.push_back({std::move(id), nullptr, &message, sent_at_epoch, 0, {}});
     line.back().envelope.reset(this->context().cell().release_current());
     ++buffered_;
@@ -588,6 +598,10 @@ class region_actor final : public actor<region_message<M>> {
       return false;
     }
     close_remote(entry);  // before the marker: senders' messages must not follow it
+    if (planted::skip_flush_before_handoff.load(std::memory_order_relaxed)) {
+      entry.sent_to.reset();
+      return false;
+    }
     const std::uint64_t token = ++flush_tokens_;
     bool sent = false;
     try {
@@ -663,7 +677,7 @@ class region_actor final : public actor<region_message<M>> {
       end_flush(f.shard, entry);
       return;
     }
-    if (setup_->homes->fenced()) {  // it passes on nothing that came before the marker
+    if (setup_->homes->standing()->lost()) {  // it passes on nothing that came before it
       setup_->homes->answer_flush(f.reply_to, f.shard, f.token);
       return;
     }
@@ -726,7 +740,8 @@ class region_actor final : public actor<region_message<M>> {
 
   [[nodiscard]] std::string fenced_reason() const {
     return "region " + setup_->settings.type_name +
-           ": this node fenced itself and passes on nothing other nodes sent it";
+           ": this node fenced itself (or is past its lease's deadline) and passes on nothing "
+           "other nodes sent it";
   }
 
   /// A route holds messages for a shard with no actor: start one where the shard lives, or
