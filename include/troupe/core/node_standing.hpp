@@ -38,6 +38,14 @@ class node_standing {
     const auto ticks = deadline_ticks_.load(std::memory_order_acquire);
     return ticks != 0 && clock_->now().time_since_epoch().count() >= ticks;
   }
+  /// Lost without the node choosing to: revoked, or past the deadline unless the node gave its
+  /// lease back first (a graceful leave, whose shards were handed off and whose regions still
+  /// pass on what other nodes send them). Other nodes count what they sent a lapsed node as
+  /// lost with it, so it passes nothing on.
+  [[nodiscard]] bool lapsed() const noexcept {
+    return revoked_.load(std::memory_order_acquire) ||
+           (!given_back_.load(std::memory_order_acquire) && lost());
+  }
   /// Revoked: the node gave its shards up without choosing to (it fenced itself).
   [[nodiscard]] bool revoked() const noexcept { return revoked_.load(std::memory_order_acquire); }
   /// Gives the shards up for good.
@@ -55,6 +63,11 @@ class node_standing {
   /// The deadline has passed already: the lease is gone or given back, though nothing may have
   /// revoked the shards (a graceful leave's last ones). Needs a clock.
   void expire() noexcept { set_deadline(time_point{} + duration{1}); }
+  /// The node gives its lease back by choice, before its deadline: expired, but not lapsed().
+  void give_back() noexcept {
+    given_back_.store(true, std::memory_order_release);
+    expire();
+  }
 
  private:
   void in_force() noexcept {
@@ -65,6 +78,7 @@ class node_standing {
 
   const std::shared_ptr<troupe::clock> clock_;
   std::atomic<bool> revoked_{false};
+  std::atomic<bool> given_back_{false};
   std::atomic<time_point::rep> deadline_ticks_{0};  // 0: none
   std::atomic<bool> counted_{false};
 };

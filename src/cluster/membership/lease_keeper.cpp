@@ -193,7 +193,13 @@ void lease_keeper::fence(std::unique_lock<std::mutex>& lock, fence_reason why) {
   if (fenced_.exchange(true, std::memory_order_acq_rel)) return;
   reason_ = why;
   deadline_.reset();
-  standing_->expire();
+  // Given back by choice while it still held (a graceful leave): the node's regions go on
+  // passing on what other nodes send it. Past the deadline already, it lapsed.
+  if (why == fence_reason::revoked && !standing_->lost()) {
+    standing_->give_back();
+  } else {
+    standing_->expire();
+  }
   cancel_timers();
   if (auto cb = std::move(on_fence_)) {
     on_fence_ = nullptr;

@@ -520,7 +520,7 @@ class region_actor final : public actor<region_message<M>> {
     // Past the lease's deadline already (a node resumed after a pause, before its fence is
     // noticed): the shard may run elsewhere and its senders count what they sent here as lost,
     // so passing it on now would put it after their newer messages.
-    if (sent_at_epoch > 0 && setup_->homes->standing()->lost()) {
+    if (sent_at_epoch > 0 && setup_->homes->standing()->lapsed()) {
       reject(message, fenced_reason(), errc::recipient_terminated);
       return;
     }
@@ -677,7 +677,7 @@ class region_actor final : public actor<region_message<M>> {
       end_flush(f.shard, entry);
       return;
     }
-    if (setup_->homes->standing()->lost()) {  // it passes on nothing that came before it
+    if (setup_->homes->standing()->lapsed()) {  // it passes on nothing that came before it
       setup_->homes->answer_flush(f.reply_to, f.shard, f.token);
       return;
     }
