@@ -359,24 +359,6 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
   return node;
 }
 
-cluster_node::~cluster_node() {
-  {
-    std::lock_guard lock(state_->fenced_callback_mutex);
-    state_->destroyed = true;
-  }
-  if (leaving_.joinable()) {
-    leaving_.request_stop();
-    leaving_.join();
-  }
-  state_->system->remove_signal_step(state_->signal_step);
-  state_->stop_everything();
-  state_->members->stop();  // set by join(), on this thread's side of it
-  state_->keeper->stop();
-  state_->system->stop(state_->endpoint);
-  state_->system->stop(state_->rebalancer);
-  delivery_endpoint::close(state_->deliveries);
-}
-
 std::shared_future<void> cluster_node::joined() const { return state_->joined; }
 
 bool cluster_node::ready(const std::string& type_name) const {
@@ -459,29 +441,200 @@ std::size_t queued_for_peers(const remote_node& remote) {
   return n;
 }
 
-/// After a complete leave, other regions whose view lags may still send here what they think
-/// this node hosts; its regions pass that on to the new owners. It waits until nothing has
-/// arrived for a moment and what was passed on has been written (the remoting drops what it
-/// still holds when it shuts down), at most one lease TTL, before the node may stop.
-void linger_while_arrivals_come(const cluster_node::state& s, const std::stop_token& stop) {
-  using steady = std::chrono::steady_clock;
-  constexpr auto quiet = std::chrono::milliseconds(250);
-  const auto until = steady::now() + s.options.lease_ttl;
-  auto received = s.remote->stats().messages_received;
-  auto last_arrival = steady::now();
-  auto lingering = [&] {
-    return steady::now() - last_arrival < quiet || queued_for_peers(*s.remote) > 0;
-  };
-  while (!stop.stop_requested() && steady::now() < until && lingering()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (const auto now = s.remote->stats().messages_received; now != received) {
-      received = now;
-      last_arrival = steady::now();
+}  // namespace
+
+/// A graceful leave's waiting, in steps on the node's clock (no thread of its own, so a
+/// simulation runs it like the rest of the node). Every 10 ms it asks each type's region, without
+/// blocking, whether shards still run or messages for moved shards still wait here, and the
+/// type's placement whether it still owns shards. Once none does (or at the leave timeout) it
+/// revokes the lease. After a complete hand-off it then lingers: other regions whose view lags
+/// may still send here what they think this node hosts, and its regions pass that on to the new
+/// owners; it waits until nothing has arrived for a moment and what was passed on has been
+/// written (the remoting drops what it still holds when it shuts down), at most one lease TTL.
+/// Then `done`. Each step starts the next, so one runs at a time; cancel() ends it between two.
+class cluster_node::leave_run : public std::enable_shared_from_this<leave_run> {
+ public:
+  leave_run(std::shared_ptr<state> s, std::vector<std::string> types,
+            std::function<void(std::error_code)> done)
+      : s_(std::move(s)),
+        types_(std::move(types)),
+        done_(std::move(done)),
+        deadline_(s_->clock->now() + s_->leave_timeout()),
+        next_report_(s_->clock->now() + std::chrono::seconds(2)) {}
+
+  void start() { check_type(); }
+
+  /// The node is destroyed: no further step; `done` gets operation_canceled unless it had its
+  /// answer (the lease then runs out on its own).
+  void cancel() { finish(std::make_error_code(std::errc::operation_canceled), true); }
+
+ private:
+  static constexpr auto poll_every = std::chrono::milliseconds(10);
+  static constexpr auto quiet = std::chrono::milliseconds(250);
+
+  /// Runs `step` after `d` on the node's clock, unless the leave ended meanwhile.
+  void after(duration d, void (leave_run::*step)()) {
+    std::lock_guard lock(mutex_);
+    if (finished_) return;
+    timer_ = s_->clock->schedule_after(d, [self = shared_from_this(), step] {
+      {
+        std::lock_guard held(self->mutex_);
+        if (self->finished_) return;
+        self->timer_ = 0;
+      }
+      ((*self).*step)();
+    });
+  }
+
+  /// Asks the current type's region what still runs or waits here.
+  void check_type() {
+    if (index_ == types_.size()) {
+      revoke();
+      return;
+    }
+    try {
+      s_->sharding->region_state_async(
+          types_[index_], std::chrono::seconds(1),
+          [self = shared_from_this()](std::exception_ptr failed, sharding::region_state region) {
+            self->on_region(failed, region);
+          });
+    } catch (const std::exception&) {
+      on_region(std::current_exception(), {});
     }
   }
-}
 
-}  // namespace
+  void on_region(const std::exception_ptr& failed, const sharding::region_state& region) {
+    const auto& type = types_[index_];
+    std::size_t resident = 0;
+    bool running = true;  // a busy region answers late: ask again; what the placement owns
+                          // decides (below), or the leave timeout
+    if (!failed) {
+      for (const auto& shard : region.shards) resident += shard.resident || shard.stopping ? 1 : 0;
+      // And until what the region holds for shards that moved has gone on to their new owners:
+      // it would be lost with this node.
+      running = resident != 0 || region.buffered != 0;
+    }
+    // And until its shards were handed off: what waits for them here goes on to their new
+    // owners, not lost with this node.
+    const auto placed = s_->placed_types->find(type);
+    if (placed && placed->owns_shards()) running = true;
+    if (!running) {
+      ++index_;
+      next_report_ = s_->clock->now() + std::chrono::seconds(2);
+      check_type();
+      return;
+    }
+    const auto now = s_->clock->now();
+    if (now >= next_report_) {  // a slow leave says why
+      next_report_ += std::chrono::seconds(2);
+      troupe::logger()->info(
+          "cluster {}: {} leaving, {}: {} shard(s) still running, {} message(s) held; {}",
+          s_->options.cluster_name, s_->options.node, type, resident, region.buffered,
+          placed ? placed->owned_shards_progress() : std::string());
+    }
+    if (now >= deadline_) {
+      handed_off_ = false;
+      troupe::logger()->warn(
+          "cluster {}: {} leaves with shards of {} not handed off after the leave timeout: they "
+          "fail over",
+          s_->options.cluster_name, s_->options.node, type);
+      revoke();
+      return;
+    }
+    after(poll_every, &leave_run::check_type);
+  }
+
+  /// Gives the lease back; an answer that does not come within a lease TTL counts as timed out.
+  void revoke() {
+    s_->left_cleanly = handed_off_;
+    after(s_->options.lease_ttl, &leave_run::revoke_timed_out);
+    s_->keeper->revoke([self = shared_from_this()](std::error_code ec) { self->revoked(ec); });
+  }
+  void revoke_timed_out() { finish(std::make_error_code(std::errc::timed_out), false); }
+
+  void revoked(std::error_code ec) {
+    timer_id timer = 0;
+    {
+      std::lock_guard lock(mutex_);
+      if (finished_ || revoke_answered_) return;
+      revoke_answered_ = true;
+      std::swap(timer, timer_);
+    }
+    if (timer != 0) s_->clock->cancel(timer);
+    if (ec || !handed_off_) {
+      finish(ec, false);
+      return;
+    }
+    linger_until_ = s_->clock->now() + s_->options.lease_ttl;
+    received_ = s_->remote->stats().messages_received;
+    last_arrival_ = s_->clock->now();
+    linger();
+  }
+
+  void linger() {
+    const auto now = s_->clock->now();
+    if (const auto received = s_->remote->stats().messages_received; received != received_) {
+      received_ = received;
+      last_arrival_ = now;
+    }
+    const bool lingering = now - last_arrival_ < quiet || queued_for_peers(*s_->remote) > 0;
+    if (now >= linger_until_ || !lingering) {
+      finish({}, false);
+      return;
+    }
+    after(poll_every, &leave_run::linger);
+  }
+
+  /// Ends the leave once: `done` gets `ec` (outside the lock, on this step's thread).
+  void finish(std::error_code ec, bool cancelled) {
+    std::function<void(std::error_code)> done;
+    timer_id timer = 0;
+    {
+      std::lock_guard lock(mutex_);
+      if (finished_) return;
+      finished_ = true;
+      if (cancelled) std::swap(timer, timer_);
+      done = std::move(done_);
+    }
+    if (timer != 0) s_->clock->cancel(timer);
+    if (done) done(ec);
+  }
+
+  const std::shared_ptr<state> s_;
+  const std::vector<std::string> types_;
+  std::function<void(std::error_code)> done_;
+  const time_point deadline_;
+  time_point next_report_;
+  std::size_t index_ = 0;  // the type being waited for
+  bool handed_off_ = true;
+  time_point linger_until_{};
+  time_point last_arrival_{};
+  std::uint64_t received_ = 0;
+  std::mutex mutex_;  // finished_, revoke_answered_ and timer_: steps and cancel() may meet
+  bool finished_ = false;
+  bool revoke_answered_ = false;
+  timer_id timer_ = 0;
+};
+
+cluster_node::~cluster_node() {
+  {
+    std::lock_guard lock(state_->fenced_callback_mutex);
+    state_->destroyed = true;
+  }
+  std::shared_ptr<leave_run> leaving;
+  {
+    std::lock_guard lock(state_->mutex);
+    leaving = leaving_;
+  }
+  if (leaving) leaving->cancel();
+  state_->system->remove_signal_step(state_->signal_step);
+  state_->stop_everything();
+  state_->members->stop();  // set by join(), on this thread's side of it
+  state_->keeper->stop();
+  state_->system->stop(state_->endpoint);
+  state_->system->stop(state_->rebalancer);
+  delivery_endpoint::close(state_->deliveries);
+}
 
 void cluster_node::leave(std::function<void(std::error_code)> done) {
   std::vector<std::string> types;
@@ -510,68 +663,12 @@ void cluster_node::leave(std::function<void(std::error_code)> done) {
   // them. The keys go only once no shard runs here, so a shard's next owner never starts
   // beside a copy still draining here.
   state_->stop_hosting(false);
-  if (leaving_.joinable()) return;  // already leaving
-  leaving_ = std::jthread(
-      [s = state_, types = std::move(types), done = std::move(done)](std::stop_token stop) {
-        const auto deadline = std::chrono::steady_clock::now() + s->leave_timeout();
-        bool handed_off = true;
-        for (const auto& type : types) {
-          auto next_report = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-          while (!stop.stop_requested()) {
-            bool running = false;
-            std::size_t resident = 0;
-            std::size_t buffered = 0;
-            try {
-              const auto region = s->sharding->state(type, std::chrono::seconds(1));
-              for (const auto& shard : region.shards) {
-                resident += shard.resident || shard.stopping ? 1 : 0;
-              }
-              // And until what the region holds for shards that moved has gone on to their new
-              // owners: it would be lost with this node.
-              buffered = region.buffered;
-              running |= resident != 0 || buffered != 0;
-            } catch (const std::exception&) {
-              // A busy region answers late, and a shard stopping meanwhile fails the question:
-              // ask again. Never done on an error alone: what the placement still owns here
-              // decides (below), or the leave timeout.
-              running = true;
-            }
-            // And until its shards were handed off: what waits for them here goes on to their
-            // new owners, not lost with this node.
-            const auto placed = s->placed_types->find(type);
-            if (placed && placed->owns_shards()) running = true;
-            if (!running) break;
-            if (std::chrono::steady_clock::now() >= next_report) {  // a slow leave says why
-              next_report += std::chrono::seconds(2);
-              troupe::logger()->info(
-                  "cluster {}: {} leaving, {}: {} shard(s) still running, {} message(s) held; {}",
-                  s->options.cluster_name, s->options.node, type, resident, buffered,
-                  placed ? placed->owned_shards_progress() : std::string());
-            }
-            if (std::chrono::steady_clock::now() >= deadline) {
-              handed_off = false;
-              troupe::logger()->warn(
-                  "cluster {}: {} leaves with shards of {} not handed off after the leave "
-                  "timeout: they fail over",
-                  s->options.cluster_name, s->options.node, type);
-              break;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-          }
-        }
-        if (stop.stop_requested()) {  // the node is being destroyed: its lease runs out instead
-          if (done) done(std::make_error_code(std::errc::operation_canceled));
-          return;
-        }
-        s->left_cleanly = handed_off;
-        auto revoked = std::make_shared<std::promise<std::error_code>>();
-        auto answer = revoked->get_future();
-        s->keeper->revoke([revoked](std::error_code ec) { revoked->set_value(ec); });
-        std::error_code ec = std::make_error_code(std::errc::timed_out);
-        if (answer.wait_for(s->options.lease_ttl) == std::future_status::ready) ec = answer.get();
-        if (handed_off && !ec) linger_while_arrivals_come(*s, stop);
-        if (done) done(ec);
-      });
+  {
+    std::lock_guard lock(state_->mutex);
+    if (leaving_) return;  // already leaving
+    leaving_ = std::make_shared<leave_run>(state_, std::move(types), std::move(done));
+  }
+  leaving_->start();
 }
 
 }  // namespace troupe::cluster

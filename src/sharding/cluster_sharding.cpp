@@ -284,6 +284,20 @@ void cluster_sharding::set_input_ref(const std::string& type_name, const std::ty
   type.input = std::move(ref);
 }
 
+void cluster_sharding::region_state_async(
+    const std::string& type_name, duration timeout,
+    std::function<void(std::exception_ptr, region_state)> done) {
+  untyped_ref region;
+  try {
+    std::lock_guard lock(mutex_);
+    region = started(type_name).handle.region;
+  } catch (...) {
+    done(std::current_exception(), {});
+    return;
+  }
+  region.ask_any<region_state>(detail::get_region_state{}, timeout, std::move(done));
+}
+
 region_state cluster_sharding::state(const std::string& type_name, duration timeout) {
   untyped_ref region;
   {

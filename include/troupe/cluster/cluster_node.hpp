@@ -159,7 +159,9 @@ class cluster_node {
   /// after `leave_timeout` at most) the lease is revoked, so the node's keys go. The regions here
   /// keep routing to the other nodes, and after a complete hand-off they still pass on what
   /// other nodes send here until none has come for a moment (at most one lease TTL). `done`
-  /// gets the store's answer to the revoke, on another thread, after that.
+  /// gets the store's answer to the revoke after that (operation_canceled when the node is
+  /// destroyed first), on the store's or the clock's thread: it must not block. The waiting
+  /// runs on the node's clock, with no thread of its own.
   /// actor_system::run_until_signal() calls it on SIGTERM or SIGINT and waits for it before the
   /// system shuts down.
   void leave(std::function<void(std::error_code)> done = {});
@@ -171,12 +173,14 @@ class cluster_node {
   bool rebalance(const std::string& type_name);
 
   struct state;
+  class leave_run;
 
  private:
   explicit cluster_node(std::shared_ptr<state> s) : state_(std::move(s)) {}
   std::shared_ptr<state> state_;
-  /// Waits for the shards to stop before a leave revokes the lease.
-  std::jthread leaving_;
+  /// A leave in progress: it waits, on the node's clock, for the shards to stop before it
+  /// revokes the lease (null: not leaving).
+  std::shared_ptr<leave_run> leaving_;
 };
 
 }  // namespace troupe::cluster

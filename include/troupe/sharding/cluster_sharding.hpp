@@ -18,6 +18,7 @@
 #include <troupe/sharding/sharding_options.hpp>
 
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -124,6 +125,11 @@ class cluster_sharding {
                                  duration timeout = std::chrono::seconds(3));
   /// The region's state: shards, buffered messages, hottest entity ids.
   region_state state(const std::string& type_name, duration timeout = std::chrono::seconds(3));
+  /// The region's state as the region alone knows it (no shard's figures or hot ids), without
+  /// blocking: `done` gets it or the failure once, on whichever thread the answer comes. For
+  /// the runtime's own waiting, such as a graceful leave's (not an introspection call).
+  void region_state_async(const std::string& type_name, duration timeout,
+                          std::function<void(std::exception_ptr, region_state)> done);
   /// The ids of the entities running in one shard.
   std::vector<std::string> entity_ids(const std::string& type_name, shard_id shard,
                                       duration timeout = std::chrono::seconds(3));
