@@ -1,10 +1,14 @@
-// Runs the control-plane simulator over a range of seeds (scripts/simulate.sh): prints each
-// failing seed with the command that replays it, then what the faults and the runs added up to.
+// Runs the control-plane simulator, or with --whole-nodes the whole-node one, over a range of
+// seeds (scripts/simulate.sh): prints each failing seed with the command that replays it, then
+// what the faults and the runs added up to.
 //
 //     troupe_simulate --seeds 100000 --from 1 [--plant-no-self-fence] [--plant-skip-shard-fence]
+//     troupe_simulate --whole-nodes --seeds 1000 --from 1 [--moves] [--no-faults]
+//                     [--plant-skip-flush] [--plant-bounced-out-of-order]
 #include <troupe/core/actor.hpp>
 
 #include "cluster/support/control_plane_world.hpp"
+#include "cluster/support/whole_cluster_sim.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -19,8 +23,39 @@ namespace {
 
 int usage() {
   std::cerr << "usage: troupe_simulate [--seeds N] [--from S] [--plant-no-self-fence] "
-               "[--plant-skip-shard-fence] [--trace]\n";
+               "[--plant-skip-shard-fence] [--trace]\n"
+               "       troupe_simulate --whole-nodes [--seeds N] [--from S] [--moves] "
+               "[--no-faults] [--plant-skip-flush] [--plant-bounced-out-of-order]\n";
   return 2;
+}
+
+/// The whole-node simulation (whole_cluster_sim.hpp) over seeds [from, from + seeds).
+int run_whole_nodes(std::uint64_t from, std::uint64_t seeds,
+                    const troupe::cluster::tally_test::sim_options& opt, const std::string& flags) {
+  using troupe::cluster::tally_test::outcome;
+  const auto started = std::chrono::steady_clock::now();
+  outcome total;
+  std::uint64_t failed = 0;
+  for (std::uint64_t seed = from; seed < from + seeds; ++seed) {
+    outcome o = troupe::cluster::tally_test::simulate(seed, opt);
+    for (auto& v : o.violations) o.problems.push_back("left the simulation: " + v);
+    if (!o.problems.empty()) {
+      ++failed;
+      std::cout << "seed " << seed << " FAILED:" << troupe::cluster::tally_test::joined(o.problems)
+                << "\n  replay: troupe_simulate --whole-nodes --from " << seed << " --seeds 1"
+                << flags << "\n";
+    } else if (seeds == 1) {
+      std::cout << "seed " << seed << " passed, trace hash " << std::hex << o.trace_hash << std::dec
+                << "\n";
+    }
+    total += o;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::cout << seeds << " seeds from " << from << " (whole nodes" << flags << "): " << failed
+            << " failed, " << seconds << " s\n"
+            << total.counts() << "\n";
+  return failed == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -31,6 +66,9 @@ int main(int argc, char** argv) {
   bool plant = false;
   bool plant_fence = false;
   bool print_trace = false;
+  bool whole_nodes = false;
+  troupe::cluster::tally_test::sim_options whole;
+  std::string whole_flags;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if ((a == "--seeds" || a == "--from") && i + 1 < argc) {
@@ -44,11 +82,22 @@ int main(int argc, char** argv) {
       print_trace = true;
     } else if (a == "--plant-skip-shard-fence") {
       plant_fence = true;
+    } else if (a == "--whole-nodes") {
+      whole_nodes = true;
+    } else if (a == "--moves" || a == "--no-faults" || a == "--plant-skip-flush" ||
+               a == "--plant-bounced-out-of-order") {
+      (a == "--moves"              ? whole.moves_often
+       : a == "--no-faults"        ? whole.faults
+       : a == "--plant-skip-flush" ? whole.plant_skip_flush
+                                   : whole.plant_bounced_out_of_order) = a != "--no-faults";
+      whole_flags += " " + std::string(a);
     } else {
       return usage();
     }
   }
   troupe::logger()->set_level(spdlog::level::err);
+  if (whole_nodes) return run_whole_nodes(from, seeds, whole, whole_flags);
+  if (!whole_flags.empty()) return usage();
   using troupe::cluster::sim::control_plane_world;
   using troupe::cluster::sim::world_options;
   using troupe::cluster::sim::world_result;

@@ -244,6 +244,32 @@ TEST_F(lease_keeper_test, revoke_fences_first_then_revokes_the_lease) {
   EXPECT_EQ(fences_, std::vector{fence_reason::revoked});
 }
 
+// A graceful leave gives the lease back while it holds: the standing is lost (no entity handles
+// anything) but has not lapsed, so the regions still pass on what other nodes send. A lease that
+// ran out first, or a node that fenced itself, has lapsed.
+TEST_F(lease_keeper_test, a_lease_given_back_in_time_has_not_lapsed) {
+  auto keeper = start_scripted();
+  EXPECT_FALSE(keeper->standing()->lapsed());
+  keeper->revoke({});
+  poll();
+  EXPECT_TRUE(keeper->standing()->lost());
+  EXPECT_FALSE(keeper->standing()->lapsed());
+  keeper->standing()->revoke();  // the placement fences the shards after all
+  EXPECT_TRUE(keeper->standing()->lapsed());
+}
+
+TEST_F(lease_keeper_test, a_lease_given_back_after_its_deadline_has_lapsed) {
+  auto keeper = start_scripted();
+  let_time_pass(1s);
+  store_->answer({}, 3s);  // sent at 1 s: deadline 3.5 s
+  poll();
+  clock_->advance(2500ms);  // past it, as after a pause, before the fence timer has run
+  EXPECT_TRUE(keeper->standing()->lapsed());
+  keeper->revoke({});  // a leave's next step runs first
+  poll();
+  EXPECT_TRUE(keeper->standing()->lapsed());
+}
+
 TEST_F(lease_keeper_test, refuses_a_ttl_below_two_seconds_and_a_margin_without_room) {
   store_ = std::make_shared<scripted_store>(io_.get_executor());
   EXPECT_THROW(lease_keeper::start(store_, clock_, {1500ms, 500ms, nullptr, {}}, {}, {}),

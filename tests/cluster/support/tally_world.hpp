@@ -81,7 +81,8 @@ BOOST_DESCRIBE_STRUCT(tally_reply, (), (label, state))
 /// happened (the mutex orders them).
 struct activity {
   struct entry {
-    enum kind { start, handle, stop, fence } what;
+    // pause, resume: the node's process stopped and went on (a paused process acts on nothing)
+    enum kind { start, handle, stop, fence, pause, resume } what;
     std::string label;  // "<node>#<incarnation number>"
     std::string id;
     std::string detail;  // what was handled: "add <sender>:<n>" or "list"
@@ -93,12 +94,15 @@ struct activity {
   }
   /// The last `count` entries about `id` (and every fence), one line each: a failure's context.
   std::string history(const std::string& id, std::size_t count = 80) {
-    static constexpr const char* kinds[] = {"start", "handle", "stop", "fence"};
+    static constexpr const char* kinds[] = {"start", "handle", "stop", "fence", "pause", "resume"};
     std::lock_guard lock(mutex);
     std::vector<std::string> lines;
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const auto& e = entries[i];
-      if (e.id != id && e.what != entry::fence) continue;
+      if (e.id != id && e.what != entry::fence && e.what != entry::pause &&
+          e.what != entry::resume) {
+        continue;
+      }
       lines.push_back("    " + std::to_string(i) + " " + kinds[e.what] + " " + e.label + " " +
                       e.detail + "\n");
     }
@@ -227,12 +231,16 @@ inline std::vector<std::string> stale_activations(activity& log) {
   std::map<std::string, std::string> newest;             // id -> label of its latest start
   std::map<std::string, std::set<std::string>> running;  // id -> labels running it
   std::set<std::string> fenced;                          // labels fenced
+  // Labels paused now: a paused node acts on nothing, so a start elsewhere meanwhile is no
+  // conflict (its lease may have run out); anything it handles once it runs again is, by the
+  // handle rule, and so is a later start while it still runs the entity unfenced.
+  std::set<std::string> paused;
   for (std::size_t i = 0; i < log.entries.size(); ++i) {
     const auto& e = log.entries[i];
     switch (e.what) {
       case activity::entry::start:
         for (const auto& other : running[e.id]) {
-          if (other != e.label && !fenced.contains(other)) {
+          if (other != e.label && !fenced.contains(other) && !paused.contains(other)) {
             found.push_back(e.id + " started on " + e.label + " while it ran on " + other +
                             ", not fenced (event " + std::to_string(i) + ")");
           }
@@ -251,6 +259,12 @@ inline std::vector<std::string> stale_activations(activity& log) {
         break;
       case activity::entry::fence:
         fenced.insert(e.label);
+        break;
+      case activity::entry::pause:
+        paused.insert(e.label);
+        break;
+      case activity::entry::resume:
+        paused.erase(e.label);
         break;
     }
   }
