@@ -446,12 +446,13 @@ std::size_t queued_for_peers(const remote_node& remote) {
 /// A graceful leave's waiting, in steps on the node's clock (no thread of its own, so a
 /// simulation runs it like the rest of the node). Every 10 ms it asks each type's region, without
 /// blocking, whether shards still run or messages for moved shards still wait here, and the
-/// type's placement whether it still owns shards. Once none does (or at the leave timeout) it
-/// revokes the lease. After a complete hand-off it then lingers: other regions whose view lags
-/// may still send here what they think this node hosts, and its regions pass that on to the new
-/// owners; it waits until nothing has arrived for a moment and what was passed on has been
-/// written (the remoting drops what it still holds when it shuts down), at most one lease TTL.
-/// Then `done`. Each step starts the next, so one runs at a time; cancel() ends it between two.
+/// type's placement whether it still owns shards. Once none does, it keeps the lease until
+/// nothing has arrived for a moment (other regions whose view lags may still send here what they
+/// think this node hosts, and its regions pass that on to the new owners), looks once more, and
+/// revokes the lease (at the leave timeout at once). After a complete hand-off it then lingers
+/// until what was passed on has been written (the remoting drops what it still holds when it
+/// shuts down), at most one lease TTL. Then `done`. Each step starts the next, so one runs at a
+/// time; cancel() ends it between two.
 class cluster_node::leave_run : public std::enable_shared_from_this<leave_run> {
  public:
   leave_run(std::shared_ptr<state> s, std::vector<std::string> types,
@@ -489,7 +490,13 @@ class cluster_node::leave_run : public std::enable_shared_from_this<leave_run> {
   /// Asks the current type's region what still runs or waits here.
   void check_type() {
     if (index_ == types_.size()) {
-      revoke();
+      if (held_quiet_) {
+        revoke();
+        return;
+      }
+      received_ = s_->remote->stats().messages_received;
+      last_arrival_ = s_->clock->now();
+      hold_until_quiet();
       return;
     }
     try {
@@ -542,6 +549,25 @@ class cluster_node::leave_run : public std::enable_shared_from_this<leave_run> {
       return;
     }
     after(poll_every, &leave_run::check_type);
+  }
+
+  /// Nothing runs or waits here any more; the lease stays until nothing has arrived for a
+  /// moment. While the member key stands, regions whose view lags still reach this node, which
+  /// passes on what they send; once it is gone, their remoting fails what it holds for this node
+  /// ("node left"), so what sat in their queues or followed their stale routes would be lost.
+  void hold_until_quiet() {
+    const auto now = s_->clock->now();
+    if (const auto received = s_->remote->stats().messages_received; received != received_) {
+      received_ = received;
+      last_arrival_ = now;
+    }
+    if (now - last_arrival_ >= quiet || now >= deadline_) {
+      held_quiet_ = true;  // once more through the types: what came meanwhile went on
+      index_ = 0;
+      check_type();
+      return;
+    }
+    after(poll_every, &leave_run::hold_until_quiet);
   }
 
   /// Gives the lease back; an answer that does not come within a lease TTL counts as timed out.
@@ -607,6 +633,7 @@ class cluster_node::leave_run : public std::enable_shared_from_this<leave_run> {
   time_point next_report_;
   std::size_t index_ = 0;  // the type being waited for
   bool handed_off_ = true;
+  bool held_quiet_ = false;  // nothing arrived for `quiet` after the shards were handed off
   time_point linger_until_{};
   time_point last_arrival_{};
   std::uint64_t received_ = 0;
