@@ -116,6 +116,8 @@ struct load::client {
     int in_flight = 0;
     /// Per item_seq - 1.
     std::vector<outcome> outcomes;
+    /// Per item_seq - 1: the node that acknowledged it, and when (for the report of a reorder).
+    std::vector<std::pair<std::string, demo_clock::time_point>> acked_by;
     /// Per item_seq - 1: the cart holds the item (filled by verify()).
     std::vector<bool> persisted;
     /// After a failure: no ask to this cart before then.
@@ -178,6 +180,7 @@ struct load::client {
     auto& c = carts[i];
     const std::int64_t seq = c.next_seq++;
     c.outcomes.push_back(outcome::pending);
+    c.acked_by.emplace_back();
     ++c.in_flight;
     ++in_flight;
     const phase sent_in = owner.phase_.load();
@@ -216,6 +219,7 @@ struct load::client {
         failures.push_back({i, seq, sent_in, sent_at, now, why});
       } else {
         c.outcomes[static_cast<std::size_t>(seq - 1)] = outcome::acked;
+        c.acked_by[static_cast<std::size_t>(seq - 1)] = {r.node, now};
         c.shard = r.shard;
         if (kill_at && c.on_killed && !c.back && r.node != killed_node) {
           c.back = true;
@@ -460,8 +464,14 @@ cart_verdict load::verify(std::chrono::seconds patience) {
           seen[static_cast<std::size_t>(seq - 1)] = true;
           if (seq < highest && r.outcomes[static_cast<std::size_t>(seq - 1)] == outcome::acked) {
             ++v.reordered;
+            const auto& earlier = r.acked_by[static_cast<std::size_t>(seq - 1)];
+            const auto& later = r.acked_by[static_cast<std::size_t>(highest - 1)];
+            const auto gap = std::chrono::duration_cast<std::chrono::milliseconds>(earlier.second -
+                                                                                   later.second);
             note(r.id + ": item " + std::to_string(seq) + " persisted after item " +
-                 std::to_string(highest));
+                 std::to_string(highest) + " (acknowledged by " + earlier.first + ", " +
+                 std::to_string(gap.count()) + " ms after item " + std::to_string(highest) +
+                 " by " + later.first + ")");
           }
           highest = std::max(highest, seq);
         }

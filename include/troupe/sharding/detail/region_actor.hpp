@@ -525,6 +525,7 @@ class region_actor final : public actor<region_message<M>> {
       return;
     }
     auto& entry = entry_of(shard);
+    std::optional<placed_remote> behind_waiting;  // the home it goes to behind what waits
     if (!entry.stopping && entry.flushing == 0) {
       if (entry.route->shard) {
         // 1 in 16 carries its send time, which the shard's queue-wait figure samples.
@@ -543,11 +544,17 @@ class region_actor final : public actor<region_message<M>> {
         }
         if (const auto* remote = std::get_if<placed_remote>(&home);
             remote != nullptr && remote->epoch > sent_at_epoch && setup_->homes->routes_remote()) {
-          if (auto failure =
-                  send_remote(*remote, shard, entry, id, message, this->context().sender())) {
-            reject(message, std::move(failure->why), failure->code);
+          if (entry.buffer.empty()) {
+            if (auto failure =
+                    send_remote(*remote, shard, entry, id, message, this->context().sender())) {
+              reject(message, std::move(failure->why), failure->code);
+            }
+            return;
           }
-          return;
+          // Messages that waited for a home (another node's, held while the shard moved) may
+          // be its sender's earlier ones: it goes behind them, all of them in order (the news
+          // of the home may reach the placement before it reaches this region).
+          behind_waiting = *remote;
         }
       }
     }
@@ -564,12 +571,12 @@ class region_actor final : public actor<region_message<M>> {
     if (sent_at_epoch > 0 && planted::bounced_out_of_order.load(std::memory_order_relaxed)) {
       line.push_front({std::move(id), nullptr, &message, sent_at_epoch, 0, {}});
       line.front().envelope.reset(this->context().cell().release_current());
-      ++buffered_;
-      return;
+    } else {
+      line.push_back({std::move(id), nullptr, &message, sent_at_epoch, 0, {}});
+      line.back().envelope.reset(this->context().cell().release_current());
     }
-    line.push_back({std::move(id), nullptr, &message, sent_at_epoch, 0, {}});
-    line.back().envelope.reset(this->context().cell().release_current());
     ++buffered_;
+    if (behind_waiting) send_waiting(shard, entry, *behind_waiting);
   }
 
   /// Sends `message` to the shard's remote home; when it cannot go, why not, with its code
