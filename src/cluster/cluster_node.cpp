@@ -107,7 +107,13 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
   /// A member's key is gone (its lease ran out, it left or was evicted): unless another
   /// incarnation listens at its address, the remoting ends what depends on it.
   void on_member_change(const member_change& change) {
-    if (change.type != member_change::kind::left || change.member.address == address) return;
+    if (change.member.address == address) return;
+    if (change.type == member_change::kind::joined) {
+      // A new run of a node that left: what the remoting refused for the old one goes through.
+      if (const auto at = parse_node_address(change.member.address)) remote->node_joined(*at);
+      return;
+    }
+    if (change.type != member_change::kind::left) return;
     std::shared_ptr<members_view> view;
     {
       std::lock_guard lock(mutex);  // set by join() after the view may have started reporting
@@ -446,9 +452,9 @@ std::size_t queued_for_peers(const remote_node& remote) {
 /// A graceful leave's waiting, in steps on the node's clock (no thread of its own, so a
 /// simulation runs it like the rest of the node). Every 10 ms it asks each type's region, without
 /// blocking, whether shards still run or messages for moved shards still wait here, and the
-/// type's placement whether it still owns shards. Once none does, it keeps the lease until
-/// nothing has arrived for a moment (other regions whose view lags may still send here what they
-/// think this node hosts, and its regions pass that on to the new owners), looks once more, and
+/// type's placement whether it still owns shards. Once none does, it keeps the lease until other
+/// nodes' regions have sent nothing for a moment (one whose view lags may still send here what
+/// it thinks this node hosts, and its regions pass that on to the new owners), looks once more, and
 /// revokes the lease (at the leave timeout at once). After a complete hand-off it then lingers
 /// until what was passed on has been written (the remoting drops what it still holds when it
 /// shuts down), at most one lease TTL. Then `done`. Each step starts the next, so one runs at a
@@ -494,7 +500,7 @@ class cluster_node::leave_run : public std::enable_shared_from_this<leave_run> {
         revoke();
         return;
       }
-      received_ = s_->remote->stats().messages_received;
+      arrived_ = arrivals();
       last_arrival_ = s_->clock->now();
       hold_until_quiet();
       return;
@@ -551,14 +557,15 @@ class cluster_node::leave_run : public std::enable_shared_from_this<leave_run> {
     after(poll_every, &leave_run::check_type);
   }
 
-  /// Nothing runs or waits here any more; the lease stays until nothing has arrived for a
-  /// moment. While the member key stands, regions whose view lags still reach this node, which
-  /// passes on what they send; once it is gone, their remoting fails what it holds for this node
+  /// Nothing runs or waits here any more; the lease stays until other nodes' regions have sent
+  /// nothing for a moment. While the member key stands, regions whose view lags still reach this
+  /// node, which passes on what they send; once it is gone, their remoting fails what it holds for
+  /// this node
   /// ("node left"), so what sat in their queues or followed their stale routes would be lost.
   void hold_until_quiet() {
     const auto now = s_->clock->now();
-    if (const auto received = s_->remote->stats().messages_received; received != received_) {
-      received_ = received;
+    if (const auto arrived = arrivals(); arrived != arrived_) {
+      arrived_ = arrived;
       last_arrival_ = now;
     }
     if (now - last_arrival_ >= quiet || now >= deadline_) {
@@ -568,6 +575,16 @@ class cluster_node::leave_run : public std::enable_shared_from_this<leave_run> {
       return;
     }
     after(poll_every, &leave_run::hold_until_quiet);
+  }
+
+  /// What other nodes' regions have sent this node's regions so far (not the replies to its own
+  /// senders, which go on while it leaves).
+  std::uint64_t arrivals() const {
+    std::uint64_t n = 0;
+    for (const auto& type : types_) {
+      if (const auto placed = s_->placed_types->find(type)) n += placed->arrivals();
+    }
+    return n;
   }
 
   /// Gives the lease back; an answer that does not come within a lease TTL counts as timed out.
@@ -637,6 +654,7 @@ class cluster_node::leave_run : public std::enable_shared_from_this<leave_run> {
   time_point linger_until_{};
   time_point last_arrival_{};
   std::uint64_t received_ = 0;
+  std::uint64_t arrived_ = 0;  // arrivals() when last looked at, before the revoke
   std::mutex mutex_;  // finished_, revoke_answered_ and timer_: steps and cancel() may meet
   bool finished_ = false;
   bool revoke_answered_ = false;

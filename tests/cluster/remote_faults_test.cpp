@@ -204,6 +204,38 @@ TEST_F(faults, a_node_that_left_and_came_back_takes_asks_again) {
   EXPECT_EQ(answer.wait_for(0s), std::future_status::timeout) << "and waits for its answer";
 }
 
+// The same return, but the new run never connects to b and b sends it only asks (the cluster
+// fault test's seed 3: the gate, cut off from c one way while c left, then only asked c's new
+// run, and every ask failed "node left the cluster" after the cut had healed). The membership's
+// news of the new run is what lets the asks through.
+TEST_F(faults, asks_reach_a_node_that_left_once_its_new_run_is_a_member) {
+  node b(net, registry(), quick(), "b");
+  b.remote->follow_membership();
+  auto a = std::make_unique<node>(net, registry(), quick(), "a");
+  a->remote->follow_membership();
+  const auto address = a->address();
+  test_probe<item> got(a->system);
+  a->remote->expose(a->system.spawn<item_actor>("items", got.ref()));
+  b.remote->ref_to<item>(address, "/user/items").tell(item{1, ""});
+  EXPECT_EQ(got.expect_message().n, 1U);
+  b.remote->node_left(address, "a's member key is gone", true);
+  a.reset();
+  auto refused = b.remote->ref_to<item>(address, "/user/items")
+                     .ask<item>(item{2, ""}, 30s, troupe::use_future);
+  ASSERT_EQ(refused.wait_for(troupe::testkit::dilated(5s)), std::future_status::ready);
+  EXPECT_THROW((void)refused.get(), troupe::error) << "an ask to the node that left fails";
+
+  a = std::make_unique<node>(net, registry(), quick().with_bind(address), "a2");
+  a->remote->follow_membership();
+  test_probe<item> again(a->system, "again");
+  a->remote->expose(a->system.spawn<item_actor>("items", again.ref()));
+  b.remote->node_joined(address);
+  auto answer = b.remote->ref_to<item>(address, "/user/items")
+                    .ask<item>(item{3, ""}, 30s, troupe::use_future);
+  EXPECT_EQ(again.expect_message(5s).n, 3U) << "the ask reached the node's new run";
+  EXPECT_EQ(answer.wait_for(0s), std::future_status::timeout) << "and waits for its answer";
+}
+
 TEST_F(faults, an_oversized_frame_closes_that_connection_only) {
   node a(net, registry(), quick().with_max_frame_size(1024), "a");
   node b(net, registry(), quick(), "b");

@@ -128,6 +128,9 @@ class remote_node {
   /// passed on what it was sent first), asks whose message reached it keep waiting for their
   /// reply, which may come from where the message was passed on, or fail at their timeout.
   void node_left(const node_address& address, std::string reason, bool graceful = false);
+  /// A new incarnation of a node became a member at `address`: asks to it go through again,
+  /// also before either side has connected (until then, asks to a node that left fail at once).
+  void node_joined(const node_address& address);
 
  private:
   std::shared_ptr<detail::node_core> core_;

@@ -328,6 +328,7 @@ void cluster_placement::end_flushes_locked(Pred done) {
 }
 
 bool cluster_placement::arrive(sharding::remote_arrival& arrival) {
+  arrived_.fetch_add(1, std::memory_order_relaxed);
   // Arrivals come on each connection's inbound thread, in that connection's order; the lock
   // keeps them behind the early ones.
   std::lock_guard lock(mutex_);

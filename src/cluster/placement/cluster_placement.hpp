@@ -167,6 +167,8 @@ class cluster_placement final : public sharding::placement,
   /// region listens (any more, or already more than a few before the region started: those
   /// wait for it).
   bool arrive(sharding::remote_arrival& arrival);
+  /// How many deliveries and flush markers other nodes have sent here so far.
+  [[nodiscard]] std::uint64_t arrivals() const { return arrived_.load(std::memory_order_relaxed); }
 
   /// The region is registered and the first state read is in.
   [[nodiscard]] bool ready() const;
@@ -254,6 +256,7 @@ class cluster_placement final : public sharding::placement,
   const home_request ask_;
   boost::asio::strand<boost::asio::any_io_executor> strand_;
   std::atomic<bool> stopped_{false};
+  std::atomic<std::uint64_t> arrived_{0};
 
   mutable std::mutex mutex_;
   bool registered_ = false;

@@ -248,6 +248,18 @@ void node_core::node_left(const node_address& address, std::string reason, bool 
   post_io([p = std::move(p), reason = std::move(reason), graceful] { p->left(reason, graceful); });
 }
 
+void node_core::node_joined(const node_address& address) {
+  if (closed()) return;
+  std::shared_ptr<peer> p;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = peers_.find(address);
+    if (it == peers_.end()) return;  // nothing here marks it left
+    p = it->second;
+  }
+  post_io([p = std::move(p)] { p->rejoined(); });
+}
+
 troupe::dead_letter_office& node_core::dead_letters() noexcept {
   return troupe::detail::dead_letters_of(*anchor_->owner());
 }
@@ -282,5 +294,7 @@ void remote_node::follow_membership() { core_->follow_membership(); }
 void remote_node::node_left(const node_address& address, std::string reason, bool graceful) {
   core_->node_left(address, std::move(reason), graceful);
 }
+
+void remote_node::node_joined(const node_address& address) { core_->node_joined(address); }
 
 }  // namespace troupe::cluster

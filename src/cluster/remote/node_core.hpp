@@ -73,6 +73,8 @@ class node_core : public std::enable_shared_from_this<node_core> {
   void follow_membership() noexcept { membership_decides_.store(true, std::memory_order_release); }
   /// The node at `address` left the cluster: what depends on it fails or ends now.
   void node_left(const node_address& address, std::string reason, bool graceful);
+  /// A new incarnation of a node is a member at `address`: the left mark goes.
+  void node_joined(const node_address& address);
 
   // -- I/O thread ---------------------------------------------------------------------------
   /// A local target as other nodes know it: an id assigned on first use, its path, and whether

@@ -86,6 +86,9 @@ class peer : public std::enable_shared_from_this<peer> {
   /// The peer's node left the cluster: lost, and its incarnation's refs and watches are dead
   /// until a node answers at the address again.
   void left(const std::string& reason, bool graceful);
+  /// A new incarnation of the peer's node is a member: asks to it go through again (on the I/O
+  /// thread, after any left() posted before it).
+  void rejoined();
   /// Closes the stream for good (node shutdown).
   void close();
   /// Remote targets of this peer's actors received in messages, shared so equal refs compare

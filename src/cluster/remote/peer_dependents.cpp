@@ -69,6 +69,19 @@ void peer::left(const std::string& reason, bool graceful) {
   targets_.clear();
 }
 
+void peer::rejoined() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!left_) return;  // a handshake with the new run came first and did all this
+    left_ = false;
+  }
+  // No handshake since the old run left: what is known of it is dead, and the next handshake
+  // meets a new run, not a restart that fails the asks sent to it meanwhile.
+  incarnation_.store(0, std::memory_order_release);
+  for (auto& [id, t] : targets_) t->mark_terminated();
+  targets_.clear();
+}
+
 void peer::watch(intrusive_ptr<remote_target> watchee, intrusive_ptr<actor_target> watcher) {
   bool gone = false;
   {
