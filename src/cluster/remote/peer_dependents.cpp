@@ -70,16 +70,11 @@ void peer::left(const std::string& reason, bool graceful) {
 }
 
 void peer::rejoined() {
-  {
-    std::lock_guard lock(mutex_);
-    if (!left_) return;  // a handshake with the new run came first and did all this
-    left_ = false;
-  }
-  // No handshake since the old run left: what is known of it is dead, and the next handshake
-  // meets a new run, not a restart that fails the asks sent to it meanwhile.
-  incarnation_.store(0, std::memory_order_release);
-  for (auto& [id, t] : targets_) t->mark_terminated();
-  targets_.clear();
+  // Only the mark: the next handshake meets the new run, and observed() ends what was bound to
+  // the old one (its refs, and asks in flight, which fail as "restarted"). Forgetting the old
+  // incarnation here would let a late ref of the old run reach the new run's actors.
+  std::lock_guard lock(mutex_);
+  left_ = false;
 }
 
 void peer::watch(intrusive_ptr<remote_target> watchee, intrusive_ptr<actor_target> watcher) {
