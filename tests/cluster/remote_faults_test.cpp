@@ -56,6 +56,19 @@ class item_actor final : public troupe::actor<item> {
 
 struct faults : ::testing::Test {
   test::network net{net_kind::memory, 7};
+
+  /// A node that `b` (following membership) reached once, then left (b was told) and stopped;
+  /// its address.
+  node_address run_and_leave(node& b) {
+    node a(net, registry(), quick(), "a");
+    a.remote->follow_membership();
+    test_probe<item> got(a.system);
+    a.remote->expose(a.system.spawn<item_actor>("items", got.ref()));
+    b.remote->ref_to<item>(a.address(), "/user/items").tell(item{1, ""});
+    EXPECT_EQ(got.expect_message().n, 1U);
+    b.remote->node_left(a.address(), "a's member key is gone", true);
+    return a.address();
+  }
 };
 
 TEST_F(faults, a_partition_is_noticed_by_heartbeats_and_healing_restores_delivery) {
@@ -181,17 +194,9 @@ TEST_F(faults, a_restarted_node_is_a_new_incarnation) {
 TEST_F(faults, a_node_that_left_and_came_back_takes_asks_again) {
   node b(net, registry(), quick(), "b");
   b.remote->follow_membership();
-  auto a = std::make_unique<node>(net, registry(), quick(), "a");
-  a->remote->follow_membership();
-  const auto address = a->address();
-  test_probe<item> got(a->system);
-  a->remote->expose(a->system.spawn<item_actor>("items", got.ref()));
-  b.remote->ref_to<item>(address, "/user/items").tell(item{1, ""});
-  EXPECT_EQ(got.expect_message().n, 1U);
-  b.remote->node_left(address, "a's member key is gone", true);
-  a.reset();
+  const auto address = run_and_leave(b);
 
-  a = std::make_unique<node>(net, registry(), quick().with_bind(address), "a2");
+  auto a = std::make_unique<node>(net, registry(), quick().with_bind(address), "a2");
   a->remote->follow_membership();
   test_probe<item> again(a->system, "again");
   a->remote->expose(a->system.spawn<item_actor>("items", again.ref()));
@@ -212,21 +217,13 @@ TEST_F(faults, a_node_that_left_and_came_back_takes_asks_again) {
 TEST_F(faults, asks_reach_a_node_that_left_once_its_new_run_is_a_member) {
   node b(net, registry(), quick(), "b");
   b.remote->follow_membership();
-  auto a = std::make_unique<node>(net, registry(), quick(), "a");
-  a->remote->follow_membership();
-  const auto address = a->address();
-  test_probe<item> got(a->system);
-  a->remote->expose(a->system.spawn<item_actor>("items", got.ref()));
-  b.remote->ref_to<item>(address, "/user/items").tell(item{1, ""});
-  EXPECT_EQ(got.expect_message().n, 1U);
-  b.remote->node_left(address, "a's member key is gone", true);
-  a.reset();
+  const auto address = run_and_leave(b);
   auto refused = b.remote->ref_to<item>(address, "/user/items")
                      .ask<item>(item{2, ""}, 30s, troupe::use_future);
   ASSERT_EQ(refused.wait_for(troupe::testkit::dilated(5s)), std::future_status::ready);
   EXPECT_THROW((void)refused.get(), troupe::error) << "an ask to the node that left fails";
 
-  a = std::make_unique<node>(net, registry(), quick().with_bind(address), "a2");
+  auto a = std::make_unique<node>(net, registry(), quick().with_bind(address), "a2");
   a->remote->follow_membership();
   test_probe<item> again(a->system, "again");
   a->remote->expose(a->system.spawn<item_actor>("items", again.ref()));

@@ -236,27 +236,23 @@ std::vector<peer_status> node_core::peers() const {
   return out;
 }
 
+std::shared_ptr<peer> node_core::known_peer(const node_address& address) {
+  std::lock_guard lock(mutex_);
+  auto it = peers_.find(address);
+  return it == peers_.end() ? nullptr : it->second;
+}
+
 void node_core::node_left(const node_address& address, std::string reason, bool graceful) {
   if (closed()) return;
-  std::shared_ptr<peer> p;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = peers_.find(address);
-    if (it == peers_.end()) return;  // nothing here depends on it
-    p = it->second;
-  }
+  auto p = known_peer(address);
+  if (!p) return;  // nothing here depends on it
   post_io([p = std::move(p), reason = std::move(reason), graceful] { p->left(reason, graceful); });
 }
 
 void node_core::node_joined(const node_address& address) {
   if (closed()) return;
-  std::shared_ptr<peer> p;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = peers_.find(address);
-    if (it == peers_.end()) return;  // nothing here marks it left
-    p = it->second;
-  }
+  auto p = known_peer(address);
+  if (!p) return;  // nothing here marks it left
   post_io([p = std::move(p)] { p->rejoined(); });
 }
 

@@ -61,6 +61,8 @@ class node_core : public std::enable_shared_from_this<node_core> {
   [[nodiscard]] const intrusive_ptr<actor_target>& anchor() const noexcept { return anchor_; }
   /// The peer at `address`, created on first use.
   std::shared_ptr<peer> peer_at(const node_address& address);
+  /// The peer at `address` if one was ever made, without making one.
+  std::shared_ptr<peer> known_peer(const node_address& address);
   void expose(const untyped_ref& ref);
   intrusive_ptr<actor_target> exposed(const std::string& path);
   remote_stats stats() const;
