@@ -2,6 +2,8 @@
 // Remember entities in the cluster (tests/cluster/support/tally_world.hpp): the entities a shard
 // started start again, without a message, wherever the shard goes next: after a graceful leave,
 // after a crash, and after the whole cluster stopped. No activation is stale on the way.
+#include <troupe/sharding/shard_id.hpp>
+
 #include "support/tally_world.hpp"
 
 #include <gtest/gtest.h>
@@ -47,6 +49,18 @@ std::set<std::string> as_set(const std::vector<std::string>& ids) {
   return {ids.begin(), ids.end()};
 }
 
+/// What `expected` has that `got` lacks, each with its history in `log`: a failure's context.
+std::string missing(activity& log, const std::set<std::string>& expected,
+                    const std::set<std::string>& got) {
+  std::string out;
+  for (const auto& id : expected) {
+    if (got.contains(id)) continue;
+    out += "  " + id + " (shard " + std::to_string(troupe::sharding::shard_of(id, 64)) +
+           ") did not start; its history:\n" + log.history(id);
+  }
+  return out;
+}
+
 /// Hosts a and b (b remembers nothing at first: it hears of a's shards only as they are
 /// allocated to it) and a proxy; 32 entities started through the proxy and remembered.
 struct two_hosts {
@@ -80,7 +94,8 @@ TEST(cluster_remember_entities, a_leaving_nodes_entities_start_on_their_new_owne
   // Nobody sends anything: b starts each remembered entity as its shard arrives.
   EXPECT_TRUE(
       holds_within([&] { return started_on(*c.w.log, "b#1", before_leave) == c.on_a; }, 20s))
-      << started_on(*c.w.log, "b#1", before_leave).size() << " of " << c.on_a.size() << " started";
+      << started_on(*c.w.log, "b#1", before_leave).size() << " of " << c.on_a.size() << " started\n"
+      << missing(*c.w.log, c.on_a, started_on(*c.w.log, "b#1", before_leave));
   EXPECT_EQ(remembered_ids(c.w.journal), as_set(c.ids)) << "a hand-off forgets nothing";
   const auto stale = stale_activations(*c.w.log);
   EXPECT_TRUE(stale.empty()) << stale.front();

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -247,7 +248,8 @@ std::string name_of(mode m) {
 
 /// One sharded type whose placement the test holds, on a manually scheduled system.
 struct fixture {
-  explicit fixture(mode how, const std::string& hocon = "")
+  explicit fixture(mode how, const std::string& hocon = "",
+                   const std::function<void(sharding_options<note>&)>& more = {})
       : system(troupe::system_config{}.with_manual_scheduling().with_config(
             troupe::config::parse_string(hocon, "node.conf"))),
         out(system, "out") {
@@ -263,6 +265,7 @@ struct fixture {
                        .with_extract_entity_id([](const note& n) { return n.id; })
                        .with_num_shards(4);
     if (how == mode::max_entities) options.with_max_entities(100);
+    if (more) more(options);
     if (how == mode::custom_shard) {
       options.with_extract_shard_id([](const std::string&) -> shard_id { return 1'000; });
     }
@@ -525,6 +528,48 @@ TEST_P(PlacementRouting, AnArrivalGoesOnToANewHomeBehindThoseThatWaitedForIt) {
   const auto sent = f.homes->sent_out();
   ASSERT_EQ(sent.size(), 3U);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(sent[static_cast<std::size_t>(i)].n, i);
+}
+
+/// Keeps entity "a" alive in its shard: the shard starts as soon as it is placed here.
+void keep_a_alive(sharding_options<note>& options) {
+  options.with_keep_alive([](shard_id shard) {
+    return shard == troupe::sharding::shard_of("a", 4) ? std::vector<std::string>{"a"}
+                                                       : std::vector<std::string>{};
+  });
+}
+
+// The placement tells the region of a home only when it differs from the last answer it gave,
+// to whichever path of the region asked: here the answer to another node's flush marker is the
+// only news that the shard lives here (the cluster's remember-entities test lost an entity this
+// way, its shard never starting on the new owner).
+TEST(PlacementRoutingUnasked, AShardThatStartsUnaskedStartsOnAnAnswerToAFlushMarker) {
+  for (const mode how : {mode::direct_route, mode::max_entities}) {
+    fixture f(how, "", keep_a_alive);
+    f.homes->remote = true;
+    f.system.run_until_idle();
+    EXPECT_TRUE(f.epochs->empty()) << name_of(how) << ": no home yet";
+    f.homes->place_quietly(f.shard, troupe::sharding::placed_here{5});
+    f.homes->arrive_flush(f.shard, 3, 42, {});
+    f.system.run_until_idle();
+    ASSERT_EQ(f.homes->answers().size(), 1U) << name_of(how);
+    f.homes->announce_if_changed(f.shard);  // the region had this answer: no news
+    f.system.run_until_idle();
+    EXPECT_EQ(*f.epochs, std::vector<std::uint64_t>{5}) << name_of(how) << ": 'a' started at 5";
+  }
+}
+
+// Placed here again at a newer epoch (allocated anew while it ran): the shard stops and starts
+// again at the new epoch, with nothing waiting for it.
+TEST(PlacementRoutingUnasked, AShardThatStartsUnaskedStartsAgainAtANewEpochHere) {
+  for (const mode how : {mode::direct_route, mode::max_entities}) {
+    fixture f(how, "", keep_a_alive);
+    f.homes->place(f.shard, troupe::sharding::placed_here{5});
+    f.system.run_until_idle();
+    ASSERT_EQ(*f.epochs, std::vector<std::uint64_t>{5}) << name_of(how);
+    f.homes->place(f.shard, troupe::sharding::placed_here{9});
+    f.system.run_until_idle();
+    EXPECT_EQ(*f.epochs, (std::vector<std::uint64_t>{5, 9})) << name_of(how);
+  }
 }
 
 TEST_P(PlacementRouting, AMovedShardsMessagesWaitUntilTheOldHomeAnswersAFlushSentBehindThem) {

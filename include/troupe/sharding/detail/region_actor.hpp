@@ -212,6 +212,9 @@ class region_actor final : public actor<region_message<M>> {
   [[nodiscard]] bool starts_unasked() const noexcept {
     return setup_->memory != nullptr || static_cast<bool>(setup_->keep_alive);
   }
+  [[nodiscard]] bool starts_unasked(shard_id shard) const noexcept {
+    return starts_unasked() && shard < setup_->settings.num_shards;
+  }
 
   void list_remembered_shards() {
     setup_->memory->list_shards(
@@ -697,6 +700,7 @@ class region_actor final : public actor<region_message<M>> {
       if (!flush_if_moved(f.shard, entry, home)) {
         if (std::holds_alternative<placed_here>(home)) {
           setup_->homes->answer_flush(f.reply_to, f.shard, f.token);
+          if (entry.start_wanted) settle(f.shard, entry);  // this answer may be its only news
           return;
         }
         if (const auto* remote = std::get_if<placed_remote>(&home);
@@ -760,7 +764,12 @@ class region_actor final : public actor<region_message<M>> {
   /// the actor about to start. Asking also starts the search for a home.
   shard_home home_of(shard_id shard, shard_entry& entry) {
     shard_home home = setup_->homes->home_of(shard);
-    if (const auto* here = std::get_if<placed_here>(&home)) entry.epoch = here->epoch;
+    if (const auto* here = std::get_if<placed_here>(&home)) {
+      entry.epoch = here->epoch;
+      // The placement tells the region of a new home only when it differs from the last answer
+      // it gave: a shard that starts unasked starts on this answer, whichever path asked.
+      if (starts_unasked(shard)) entry.start_wanted = true;
+    }
     return home;
   }
 
@@ -771,7 +780,7 @@ class region_actor final : public actor<region_message<M>> {
   void on_home_changed(shard_id shard) {
     auto it = shards_.find(shard);
     if (it == shards_.end()) {
-      if (starts_unasked() && shard < setup_->settings.num_shards &&
+      if (starts_unasked(shard) &&
           std::holds_alternative<placed_here>(setup_->homes->home_of(shard))) {
         start_remembering(shard, entry_of(shard));
         return;
@@ -784,6 +793,8 @@ class region_actor final : public actor<region_message<M>> {
       const shard_home home = setup_->homes->home_of(shard);
       const auto* here = std::get_if<placed_here>(&home);
       if (here != nullptr && here->epoch == entry.epoch) return;
+      // Placed here again at a new epoch: it starts at that epoch once this actor is gone.
+      if (here != nullptr && starts_unasked(shard)) entry.start_wanted = true;
       if (setup_->homes->fenced()) {
         stop_shard_now(entry);
       } else if (!entry.stopping) {
@@ -804,6 +815,9 @@ class region_actor final : public actor<region_message<M>> {
     if (entry != nullptr && (entry->route->shard || entry->stopping)) return;
     if (!std::holds_alternative<placed_here>(setup_->homes->home_of(shard))) {
       setup_->homes->released(shard);
+    } else if (starts_unasked(shard)) {
+      // Placed here since the caller looked, and the placement will not say so again.
+      start_remembering(shard, entry_of(shard));
     }
   }
 
@@ -1043,8 +1057,9 @@ class region_actor final : public actor<region_message<M>> {
       }
       entry.stopping = false;
       entry.stopped_now = false;
-      // What waits goes where the placement says the shard lives now.
-      if (held || !entry.buffer.empty()) settle(shard, entry);
+      // What waits goes where the placement says the shard lives now, and a shard that starts
+      // unasked starts again if it lives here.
+      if (held || !entry.buffer.empty() || entry.start_wanted) settle(shard, entry);
       report_released(shard, &entry);
       return;
     }
