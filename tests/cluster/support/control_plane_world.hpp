@@ -163,6 +163,14 @@ class control_plane_world {
     coord::member_id id;
     std::set<sharding::shard_id> acting;  // the stand-in region's shards
     std::map<sharding::shard_id, sharding::shard_epoch> acting_epoch;
+    // What act() last saw: the epoch of each shard placed here while the lease stands. Only the
+    // node's handlers, its timers, its lease's deadline and the world's calls into it change
+    // that, so act() looks again only at a node where one of them happened since (the world's
+    // calls and the handlers clear `looked`).
+    std::vector<std::optional<sharding::shard_epoch>> seen;
+    bool looked = false;
+    bool standing_seen = false;
+    std::uint64_t timers_seen = 0;
   };
   /// What a crashed incarnation leaves behind: kept (its io_context never polled again) until
   /// the world ends, so no handler of it runs and none is destroyed while its objects are in use.
@@ -472,6 +480,7 @@ class control_plane_world {
     clock_->schedule_at(clock_->now() + between(1ms, 50ms), [this, from, shard] {
       const node& sender = *nodes_[index_of(from.node)];
       for (auto& p : nodes_) {
+        p->looked = false;  // called from outside its handlers
         if (!p->up || !p->runner) continue;
         if (p.get() != &sender && cut_links_.contains(link(sender, *p))) continue;
         p->runner->request_home(from, shard);
@@ -482,16 +491,19 @@ class control_plane_world {
   // -- time ---------------------------------------------------------------------------------
 
   /// Runs every ready handler of every node that runs (a paused one runs nothing), until none is
-  /// left, and checks after each round.
+  /// left, and checks after each round that ran one (and after the first: a timer, or time
+  /// itself, may have changed what a node acts for).
   void poll_all() {
     for (int round = 0; round < 1000; ++round) {
       std::size_t ran = 0;
       for (auto& p : nodes_) {
         if (!p->up || p->paused) continue;
         p->io->restart();
-        ran += p->io->poll();
+        const std::size_t ran_here = p->io->poll();
+        if (ran_here > 0) p->looked = false;
+        ran += ran_here;
       }
-      act();
+      if (ran > 0 || round == 0) act();
       if (ran == 0) return;
     }
     fail("handlers still ready after 1,000 rounds: a busy loop");
@@ -499,6 +511,7 @@ class control_plane_world {
 
   void step(duration d) {
     const time_point target = clock_->now() + d;
+    for (auto& p : nodes_) p->looked = false;  // faults, restarts and requests since the last step
     ask_homes();
     write_some();
     poll_all();
@@ -547,9 +560,19 @@ class control_plane_world {
       node& n = *p;
       if (!n.up || n.paused || !n.placement) continue;
       const bool standing = stands(n);
+      const std::uint64_t timers = n.clock->fired();
+      if (!n.looked || standing != n.standing_seen || timers != n.timers_seen) {
+        n.seen.assign(static_cast<std::size_t>(options_.shards), std::nullopt);
+        for (int s = 0; standing && s < options_.shards; ++s) {
+          n.seen[static_cast<std::size_t>(s)] = here(n, static_cast<sharding::shard_id>(s));
+        }
+        n.looked = true;
+        n.standing_seen = standing;
+        n.timers_seen = timers;
+      }
       for (int s = 0; s < options_.shards; ++s) {
         const auto shard = static_cast<sharding::shard_id>(s);
-        const auto epoch = standing ? here(n, shard) : std::nullopt;
+        const auto epoch = n.seen[static_cast<std::size_t>(s)];
         if (epoch) {
           auto& owner = owners[static_cast<std::size_t>(s)];
           if (!owner.empty()) {
@@ -568,6 +591,7 @@ class control_plane_world {
           n.acting_epoch.erase(shard);
           trace("release " + n.name + " " + std::to_string(s));
           n.placement->released(shard);
+          n.looked = false;
         }
       }
     }

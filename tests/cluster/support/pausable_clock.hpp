@@ -7,6 +7,7 @@
 #include <troupe/core/clock.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -72,7 +73,14 @@ class pausable_clock final : public troupe::clock,
       }
       held_.clear();
     }
-    for (auto& fn : due) fn();
+    for (auto& fn : due) {
+      fired_.fetch_add(1, std::memory_order_acq_rel);
+      fn();
+    }
+  }
+  /// How many callbacks have run so far (a simulation looks again at a node whose timers ran).
+  [[nodiscard]] std::uint64_t fired() const noexcept {
+    return fired_.load(std::memory_order_acquire);
   }
   /// Cancels every timer, so that what their callbacks hold goes now (a test's teardown, before
   /// the executors those callbacks would post to are destroyed).
@@ -105,11 +113,13 @@ class pausable_clock final : public troupe::clock,
       fn = std::move(it->second.fn);
       timers_.erase(it);
     }
+    fired_.fetch_add(1, std::memory_order_acq_rel);
     fn();
   }
 
   const std::shared_ptr<troupe::clock> inner_;
   std::atomic<time_point::rep> frozen_ticks_{0};  // 0: not frozen
+  std::atomic<std::uint64_t> fired_{0};
   std::mutex mutex_;
   timer_id next_ = 0;
   std::map<timer_id, timer> timers_;
