@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <exception>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -52,32 +54,120 @@ void require_intact(const std::string& pid, const event_record& e) {
   }
 }
 
+/// Appends `r` (with the storage's mutex held); the last sequence number written.
+sequence_nr append_locked(memory_storage& s, append_request& r) {
+  s.writes.fetch_add(1, std::memory_order_relaxed);
+  s.check_owner_fence(r.shard_fence, r.epoch);
+  s.check_fence(r.persistence_id, r.epoch);
+  auto& entry = s.journals[r.persistence_id];
+  if (r.expected_next != entry.highest + 1) {
+    throw persistence_error(errc::sequence_conflict,
+                            "append to " + r.persistence_id + " expected next " +
+                                std::to_string(r.expected_next) + ", highest is " +
+                                std::to_string(entry.highest));
+  }
+  sequence_nr seq = r.expected_next;
+  for (auto& e : r.events) {
+    entry.events.emplace(seq, event_record{seq, std::move(e), r.epoch});
+    ++seq;
+  }
+  entry.highest = seq - 1;
+  s.raise_fence(r.persistence_id, r.epoch);
+  return entry.highest;
+}
+
+/// Appends `r` as `fault` says: refused, written with its answer lost, or written.
+void append_with(memory_storage& s, append_request r, const write_fault& fault,
+                 completion<sequence_nr> h) {
+  run<sequence_nr>(s, std::move(h), [&] {
+    if (fault.fail) {
+      throw persistence_error(errc::store_failure,
+                              "append to " + r.persistence_id + " failed (injected write fault)");
+    }
+    const sequence_nr last = append_locked(s, r);
+    if (fault.answer_lost) {
+      throw persistence_error(errc::store_failure, "append to " + r.persistence_id +
+                                                       ": answer lost (injected write fault)");
+    }
+    return last;
+  });
+}
+
+/// The appends a faulty journal holds back (a slow disk), each until its timer fires or the
+/// plugin closes, whichever comes first takes it.
+struct delayed_appends {
+  struct op {
+    append_request request;
+    write_fault fault;
+    completion<sequence_nr> handler;
+    timer_id timer = 0;
+  };
+  std::mutex mutex;
+  std::uint64_t next_key = 0;
+  std::map<std::uint64_t, op> ops;
+
+  std::optional<op> take(std::uint64_t key) {
+    std::scoped_lock guard(mutex);
+    auto it = ops.find(key);
+    if (it == ops.end()) return std::nullopt;
+    std::optional<op> taken(std::move(it->second));
+    ops.erase(it);
+    return taken;
+  }
+};
+
+/// What a test injects into the appends (make_memory_plugin with a policy).
+struct injected_faults {
+  write_fault_policy policy;
+  std::shared_ptr<troupe::clock> clock;
+};
+
 class memory_journal final : public journal {
  public:
-  explicit memory_journal(memory_storage& s) : s_(s) {}
+  memory_journal(std::shared_ptr<memory_storage> s, std::optional<injected_faults> faults)
+      : storage_(std::move(s)), s_(*storage_), faults_(std::move(faults)) {}
+
+  ~memory_journal() override {
+    std::map<std::uint64_t, delayed_appends::op> closing;
+    {
+      std::scoped_lock guard(delayed_->mutex);
+      closing.swap(delayed_->ops);
+    }
+    for (auto& [key, op] : closing) {
+      faults_->clock->cancel(op.timer);
+      detail::pending<completion<sequence_nr>> done(std::move(op.handler));
+      std::move(done).complete(
+          std::make_exception_ptr(persistence_error(
+              errc::store_closed, "append to " + op.request.persistence_id +
+                                      " not done: the plugin closed while the write was slow")),
+          sequence_nr{0});
+    }
+  }
+  memory_journal(const memory_journal&) = delete;
+  memory_journal& operator=(const memory_journal&) = delete;
 
  protected:
   void do_append(append_request r, completion<sequence_nr> h) override {
-    run<sequence_nr>(s_, std::move(h), [&] {
-      s_.writes.fetch_add(1, std::memory_order_relaxed);
-      s_.check_owner_fence(r.shard_fence, r.epoch);
-      s_.check_fence(r.persistence_id, r.epoch);
-      auto& entry = s_.journals[r.persistence_id];
-      if (r.expected_next != entry.highest + 1) {
-        throw persistence_error(errc::sequence_conflict,
-                                "append to " + r.persistence_id + " expected next " +
-                                    std::to_string(r.expected_next) + ", highest is " +
-                                    std::to_string(entry.highest));
-      }
-      sequence_nr seq = r.expected_next;
-      for (auto& e : r.events) {
-        entry.events.emplace(seq, event_record{seq, std::move(e), r.epoch});
-        ++seq;
-      }
-      entry.highest = seq - 1;
-      s_.raise_fence(r.persistence_id, r.epoch);
-      return entry.highest;
-    });
+    const write_fault fault = faults_ ? faults_->policy(r) : write_fault{};
+    if (fault.delay <= std::chrono::nanoseconds::zero()) {
+      append_with(s_, std::move(r), fault, std::move(h));
+      return;
+    }
+    std::scoped_lock guard(delayed_->mutex);
+    const std::uint64_t key = ++delayed_->next_key;
+    // Built in place: Boost 1.81's any_completion_handler move assignment recurses forever.
+    auto& op = delayed_->ops.emplace(key, delayed_appends::op{std::move(r), fault, std::move(h), 0})
+                   .first->second;
+    op.timer = faults_->clock->schedule_after(
+        std::chrono::duration_cast<duration>(fault.delay),
+        [delayed = std::weak_ptr(delayed_), storage = storage_, key] {
+          auto held = delayed.lock();
+          if (!held) return;
+          auto taken = held->take(key);
+          if (taken)
+            append_with(*storage, std::move(taken->request), taken->fault,
+                        std::move(taken->handler));
+        });
   }
 
   void do_read(read_request r, completion<std::vector<event_record>> h) override {
@@ -114,7 +204,10 @@ class memory_journal final : public journal {
   }
 
  private:
+  std::shared_ptr<memory_storage> storage_;
   memory_storage& s_;
+  std::optional<injected_faults> faults_;
+  std::shared_ptr<delayed_appends> delayed_ = std::make_shared<delayed_appends>();
 };
 
 class memory_snapshots final : public snapshot_store {
@@ -249,9 +342,9 @@ class memory_remember_entities final : public remember_entities_store {
 
 class memory_plugin final : public plugin {
  public:
-  explicit memory_plugin(std::shared_ptr<memory_storage> storage)
+  memory_plugin(std::shared_ptr<memory_storage> storage, std::optional<injected_faults> faults)
       : storage_(std::move(storage)),
-        journal_(*storage_),
+        journal_(storage_, std::move(faults)),
         snapshots_(*storage_),
         states_(*storage_),
         remembered_(*storage_) {}
@@ -289,7 +382,19 @@ std::shared_ptr<memory_storage> make_memory_storage() { return std::make_shared<
 
 std::unique_ptr<plugin> make_memory_plugin(std::shared_ptr<memory_storage> storage) {
   if (!storage) storage = make_memory_storage();
-  return std::make_unique<memory_plugin>(std::move(storage));
+  return std::make_unique<memory_plugin>(std::move(storage), std::nullopt);
+}
+
+std::unique_ptr<plugin> make_memory_plugin(std::shared_ptr<memory_storage> storage,
+                                           write_fault_policy faults,
+                                           std::shared_ptr<troupe::clock> clock) {
+  if (!storage) storage = make_memory_storage();
+  if (!faults || !clock) {
+    throw persistence_error(errc::invalid_request,
+                            "make_memory_plugin: a write fault policy needs a policy and a clock");
+  }
+  return std::make_unique<memory_plugin>(std::move(storage),
+                                         injected_faults{std::move(faults), std::move(clock)});
 }
 
 bool corrupt_stored_event(memory_storage& storage, const std::string& persistence_id,
