@@ -187,6 +187,40 @@ TEST_F(faults, a_restarted_node_is_a_new_incarnation) {
   EXPECT_EQ(again.expect_message(5s).n, 2U);
 }
 
+/// Holds the sender of each item; once it holds two, answers both, in the order they came.
+class late_replier final : public troupe::actor<item> {
+ private:
+  void receive(item& m) override {
+    held_.emplace_back(context().sender(), m.n);
+    if (held_.size() < 2) return;
+    for (auto& [to, n] : held_) to.tell_any(item{n, ""});
+    held_.clear();
+  }
+  std::vector<std::pair<troupe::untyped_ref, std::uint64_t>> held_;
+};
+
+// An answer to an ask of a node's previous run, sent after its new run connected, must not
+// reach the new run: the asks' reply refs of both runs may carry the same export number. (The
+// whole-node simulation with slow store writes found answers to a restarted node's asks that
+// held another id's state: an entity answered an ask of the node's crashed run late.)
+TEST_F(faults, an_answer_to_an_ask_of_a_nodes_previous_run_never_reaches_its_new_run) {
+  node b(net, registry(), quick(), "b");
+  b.remote->expose(b.system.spawn<late_replier>("holder"));
+  auto a = std::make_unique<node>(net, registry(), quick(), "a");
+  const auto address = a->address();
+  auto first = a->remote->ref_to<item>(b.address(), "/user/holder")
+                   .ask<item>(item{1, ""}, 30s, troupe::use_future);
+  // The first ask is held (b answers nothing yet); then a's run ends and a new one starts.
+  await_condition([&] { return b.remote->stats().messages_received >= 1; }, 5s);
+  a.reset();
+  a = std::make_unique<node>(net, registry(), quick().with_bind(address), "a2");
+  // The holder answers the old run's ask first, then the new run's.
+  auto second = a->remote->ref_to<item>(b.address(), "/user/holder")
+                    .ask<item>(item{2, ""}, 30s, troupe::use_future);
+  ASSERT_EQ(second.wait_for(troupe::testkit::dilated(5s)), std::future_status::ready);
+  EXPECT_EQ(second.get().n, 2U) << "the new run's ask got the answer meant for the old run's";
+}
+
 // A node leaves gracefully and comes back at its address as a new run, which connects to b
 // first (b has sent it nothing since): b's asks to it go through, not failed as to the one that
 // left. (The whole-node simulation found asks failing "node left the cluster" long after such a

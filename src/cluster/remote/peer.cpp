@@ -134,6 +134,7 @@ void peer::flush() {
   staging_.clear();
   if (staging_.capacity() > 1024 * 1024) byte_buffer().swap(staging_);  // after a long stall
   for (auto& item : batch_) {
+    if (bound_to_an_ended_run(item)) continue;
     if (const auto* entry = entry_of(item)) encode(item, *entry, out, nullptr);
   }
   batch_.clear();
@@ -150,6 +151,7 @@ void peer::stage() {
   if (batch_.empty()) return;
   const auto& opts = core_->options();
   for (auto& item : batch_) {
+    if (bound_to_an_ended_run(item)) continue;
     const auto* entry = entry_of(item);
     if (entry == nullptr) continue;
     const std::size_t at = staging_.size();
@@ -202,6 +204,16 @@ const message_registry::entry* peer::entry_of(outgoing& item) {
         "no manifest registered for " + item.message->describe() + " (message_registry::add)");
   }
   return last_entry_;
+}
+
+bool peer::bound_to_an_ended_run(outgoing& item) {
+  const std::uint64_t bound = item.to->incarnation();
+  const std::uint64_t now = incarnation();
+  if (bound == 0 || now == 0 || bound == now) return false;
+  dead_letter(item, make_error_code(troupe::errc::recipient_terminated),
+              "node " + to_string(address_) + " restarted (incarnation " + std::to_string(bound) +
+                  " -> " + std::to_string(now) + "): the recipient was of the run that ended");
+  return true;
 }
 
 void peer::encode_tail(outgoing& item, const message_registry::entry& entry, byte_buffer& out) {

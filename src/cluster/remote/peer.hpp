@@ -110,6 +110,10 @@ class peer : public std::enable_shared_from_this<peer> {
   void stage();
   /// The registry entry of a message's type; null (and a dead letter) when it has none.
   const message_registry::entry* entry_of(outgoing& item);
+  /// True, after a dead letter, when `item` is bound to a run of the node other than the one
+  /// this peer now knows: written now, it would reach the new run's actor of the same export
+  /// number (an answer to an ask of a run that ended would answer another ask).
+  bool bound_to_an_ended_run(outgoing& item);
   /// Appends the sender ref and the payload.
   void encode_tail(outgoing& item, const message_registry::entry& entry, byte_buffer& out);
   /// Appends a message frame: the recipient and manifest (slots committed only once the frame
