@@ -25,7 +25,7 @@ int usage() {
   std::cerr << "usage: troupe_simulate [--seeds N] [--from S] [--plant-no-self-fence] "
                "[--plant-skip-shard-fence] [--trace]\n"
                "       troupe_simulate --whole-nodes [--seeds N] [--from S] [--moves] "
-               "[--no-faults] [--plant-skip-flush] [--plant-bounced-out-of-order]\n";
+               "[--nodes 2-9] [--no-faults] [--plant-skip-flush] [--plant-bounced-out-of-order]\n";
   return 2;
 }
 
@@ -76,6 +76,12 @@ int main(int argc, char** argv) {
       const auto v = std::strtoull(argv[++i], &end, 10);
       if (end == nullptr || *end != '\0') return usage();
       (a == "--seeds" ? seeds : from) = v;
+    } else if (a == "--nodes" && i + 1 < argc) {
+      char* end = nullptr;
+      const auto v = std::strtoull(argv[++i], &end, 10);
+      if (end == nullptr || *end != '\0' || v < 2 || v > 9) return usage();
+      whole.nodes = static_cast<int>(v);
+      whole_flags += " --nodes " + std::to_string(v);
     } else if (a == "--plant-no-self-fence") {
       plant = true;
     } else if (a == "--trace") {

@@ -59,7 +59,9 @@ TEST(SimulatedCluster, ShardsMovingWithoutFaultsLoseNothing) {
 // passed-on ones after those (a sender's order broken). The region now checks the deadline.
 TEST(SimulatedCluster, SeedsThatOnceFailed) {
   for (const std::uint64_t seed : {25, 31}) {
-    const outcome o = simulate(seed, {.moves_often = true});
+    // Three nodes and the faults of their time: the seeds replay as they failed.
+    const outcome o =
+        simulate(seed, {.nodes = 3, .one_way_and_store_faults = false, .moves_often = true});
     EXPECT_TRUE(o.problems.empty()) << "seed " << seed << " with moves:" << joined(o.problems);
   }
 }

@@ -2,14 +2,16 @@
 // Whole cluster nodes on one thread and one manual clock: each node is a real actor system with
 // its remoting, cluster_node (lease keeper, coordinator runner, placement) and the "tally"
 // persistent entity in a real region, over the memory network, the in-process etcd model and
-// one memory journal. simulate(seed) runs one seed: the seed decides the load (asks from every
-// node to hot and cold ids) and the faults (rebalances, partitions between nodes, link delays,
-// cuts from etcd, pauses, graceful leaves, crashes and restarts as new incarnations; with
+// one memory journal. simulate(seed) runs one seed: the seed decides the number of nodes (3 to
+// 5), the load (asks from every node to hot and cold ids) and the faults (rebalances, partitions
+// between nodes both ways or one way, link delays, cuts from etcd, pauses, graceful leaves,
+// crashes and restarts as new incarnations, refused, answer-lost and slow store writes; with
 // moves_often, shards moving all the time over uneven links), and the run's outcome lists every
 // problem its checkers found: a stale activation (tally_world's checker), an unsound journal, an
-// acknowledged add that is gone, a sender's adds out of order, an add lost silently (no dead
-// letter, no cause told to its asker, no fault to blame; any add lost when no fault ran), the
-// cluster not serving once the faults stop. TROUPE_SIM_VERBOSE=1 prints the world's story
+// acknowledged add that is gone, an answer that does not hold its add, a sender's adds out of
+// order, an add lost silently (no dead letter, no cause told to its asker, no fault to blame,
+// not applied late; any add lost when no fault ran), the cluster not serving once the faults
+// stop. TROUPE_SIM_VERBOSE=1 prints the world's story
 // (faults with their simulated time and the activity log's position). Used by
 // simulated_cluster_test.cpp and by troupe_simulate --whole-nodes.
 
@@ -31,13 +33,16 @@
 
 namespace troupe::cluster::tally_test {
 
-constexpr int node_count = 3;
-
 inline node_address address_of(int i) { return {"node-" + std::to_string(i), 2550}; }
 inline std::string name_of(int i) { return "node-" + std::to_string(i); }
 
 /// What a run does besides the seed's load and faults.
 struct sim_options {
+  /// How many nodes run; 0: the seed chooses 3 to 5.
+  int nodes = 0;
+  /// With the faults, also one-way partitions and store write faults (false replays a seed
+  /// found before they existed, with nodes = 3).
+  bool one_way_and_store_faults = true;
   /// The tally acknowledges its 30th add without persisting it (the loss checker's own test).
   bool planted_loss = false;
   /// Shards move gracefully all the time (the churn strategy below, a rebalance asked for
@@ -135,6 +140,38 @@ struct sim_world {
   std::shared_ptr<activity> log = std::make_shared<activity>();
   std::shared_ptr<bool> churning = std::make_shared<bool>(true);
   std::shared_ptr<dead_adds> dead = std::make_shared<dead_adds>();
+  /// Store write faults, while the run's faults last: each append of every node is refused
+  /// (1 %), loses its answer after it is stored (1 %) or is slow (4 %, 50 ms to 1.5 s), as a
+  /// seeded generator of its own decides, in the order the appends arrive.
+  struct store_faults {
+    explicit store_faults(std::uint64_t seed) : rng(seed * 0x9e3779b97f4a7c15ULL + 17) {}
+    bool on = false;
+    std::mt19937_64 rng;
+    int refused = 0;
+    int answers_lost = 0;
+    int slow = 0;
+  };
+  std::shared_ptr<store_faults> store = nullptr;
+
+  /// The write fault of the next append.
+  tp::write_fault next_write_fault() {
+    if (!store || !store->on) return {};
+    auto& f = *store;
+    const auto roll = f.rng() % 100;
+    if (roll == 0) {
+      ++f.refused;
+      return {.fail = true};
+    }
+    if (roll == 1) {
+      ++f.answers_lost;
+      return {.answer_lost = true};
+    }
+    if (roll < 6) {
+      ++f.slow;
+      return {.delay = std::chrono::milliseconds(50 + f.rng() % 1450)};
+    }
+    return {};
+  }
 };
 
 /// One incarnation of a node, its actor system scheduled by hand. Everything of it runs on its
@@ -144,6 +181,7 @@ struct sim_member {
   sim_member(sim_world& w, int index, int incarnation, const sim_options& opt)
       : label(name_of(index) + "#" + std::to_string(incarnation)),
         clock(std::make_shared<test::pausable_clock>(w.clock)),
+        disk(std::make_shared<test::pausable_clock>(clock)),
         io(w.ios.emplace_back()),
         system(
             system_config{}.with_name(name_of(index)).with_manual_scheduling().with_clock(clock)) {
@@ -162,7 +200,8 @@ struct sim_member {
         system.spawn<dead_letter_recorder>(spawn_options{"dead-adds"}, w.dead));
     auto& persistence = tp::get(system);
     persistence.codecs().add<added>("test.faults.added").add<tallied>("test.faults.tallied");
-    persistence.set_default_plugin(tp::make_memory_plugin(w.journal));
+    persistence.set_default_plugin(tp::make_memory_plugin(
+        w.journal, [&w](const tp::append_request&) { return w.next_write_fault(); }, disk));
     store = w.etcd.client(io.get_executor());
     auto options = cluster_node_options{}
                        .with_cluster_name("faults")
@@ -186,6 +225,7 @@ struct sim_member {
   ~sim_member() {
     cluster.reset();
     remote->shutdown();
+    disk->run_all_now();  // the writes under way land; their answers reach nobody outside
     system.terminate();
     system.await_termination();
     clock->cancel_all();
@@ -218,6 +258,8 @@ struct sim_member {
 
   std::string label;
   std::shared_ptr<test::pausable_clock> clock;
+  /// The clock of the node's slow store writes (on the node's own clock).
+  std::shared_ptr<test::pausable_clock> disk;
   boost::asio::io_context& io;
   bool paused = false;
   actor_system system;
@@ -241,6 +283,10 @@ struct outcome {
   int activations = 0;
   int pauses = 0;
   int leaves = 0;
+  int one_way_partitions = 0;
+  int writes_refused = 0;
+  int write_answers_lost = 0;
+  int slow_writes = 0;
   std::size_t dead_letters = 0;
   std::size_t timed_out = 0;
 
@@ -256,6 +302,10 @@ struct outcome {
     activations += o.activations;
     pauses += o.pauses;
     leaves += o.leaves;
+    one_way_partitions += o.one_way_partitions;
+    writes_refused += o.writes_refused;
+    write_answers_lost += o.write_answers_lost;
+    slow_writes += o.slow_writes;
     dead_letters += o.dead_letters;
     timed_out += o.timed_out;
     return *this;
@@ -266,9 +316,12 @@ struct outcome {
            std::to_string(timed_out) + " timed out, " + std::to_string(dead_letters) +
            " dead letters; " + std::to_string(activations) + " activations, " +
            std::to_string(crashes) + " crashes, " + std::to_string(rebalances) + " rebalances, " +
-           std::to_string(partitions) + " partitions, " + std::to_string(etcd_cuts) +
-           " cuts from etcd, " + std::to_string(pauses) + " pauses, " + std::to_string(leaves) +
-           " graceful leaves, " + std::to_string(fences) + " self-fences";
+           std::to_string(partitions) + " partitions (" + std::to_string(one_way_partitions) +
+           " one-way), " + std::to_string(etcd_cuts) + " cuts from etcd, " +
+           std::to_string(pauses) + " pauses, " + std::to_string(leaves) + " graceful leaves, " +
+           std::to_string(fences) + " self-fences; writes: " + std::to_string(writes_refused) +
+           " refused, " + std::to_string(write_answers_lost) + " answers lost, " +
+           std::to_string(slow_writes) + " slow";
   }
 };
 
@@ -293,6 +346,10 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
   auto chance = [&](double p) { return std::uniform_real_distribution<>(0, 1)(rng) < p; };
   const std::vector<std::string> ids = {"a", "b", "c", "d", "e", "f", "g", "h"};
   sim_world w(seed);
+  const int node_count = opt.nodes > 0 ? opt.nodes : 3 + static_cast<int>(rng() % 3);
+  if (opt.faults && opt.one_way_and_store_faults) {
+    w.store = std::make_shared<sim_world::store_faults>(seed);
+  }
   const time_point began = w.clock->now();
   const bool verbose = std::getenv("TROUPE_SIM_VERBOSE") != nullptr;
   auto at = [&](time_point t) {  // simulated time since the run began, for the report
@@ -452,11 +509,15 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
           }
           break;
         case 1: {
+          // Both ways, or one way only (x's writes to y are lost, y's to x arrive).
           const int y = (x + 1 + static_cast<int>(rng() % (node_count - 1))) % node_count;
-          w.net->partition(address_of(x), address_of(y));
-          note("partition " + std::to_string(x) + " | " + std::to_string(y));
+          const bool one_way = opt.one_way_and_store_faults && chance(0.5);
+          w.net->partition(address_of(x), address_of(y),
+                           one_way ? partition_direction::a_to_b : partition_direction::both);
+          note("partition " + std::to_string(x) + (one_way ? " -> " : " | ") + std::to_string(y));
           lossy();
           ++out.partitions;
+          if (one_way) ++out.one_way_partitions;
           break;
         }
         case 4:
@@ -510,6 +571,7 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
     };
 
     step(3s);  // everyone joins, "tally" starts on every node
+    if (w.store) w.store->on = true;
     for (int i = 0; i < 1500; ++i) {
       ask_some();
       if (chance(0.006) && opt.faults) fault();
@@ -525,8 +587,9 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
     }
     // The faults and the churn stop: partitions heal, etcd answers everyone, crashed, fenced and
     // left nodes come back (an application restarts a node that fenced itself), asks time out
-    // or answer.
+    // or answer; the store's writes are sound again.
     w.net->heal_all();
+    if (w.store) w.store->on = false;
     for (int x = 0; x < node_count; ++x) {
       if (nodes[x] && nodes[x]->paused) resume(x);
     }
@@ -568,6 +631,7 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
   // it, and each sender's adds are there in the order it sent them.
   std::map<std::string, std::set<std::pair<int, int>>> acknowledged;
   std::map<std::string, tallied> final_state;
+  std::vector<std::optional<troupe::error>> failures(asks.size());
   for (std::size_t i = 0; i < asks.size(); ++i) {
     auto& a = asks[i];
     if (a.answer.wait_for(0s) != std::future_status::ready) {
@@ -579,35 +643,56 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
       acknowledged[a.id].insert({a.sender, a.n});
       ++out.acknowledged;
       auto& f = final_state[a.id];
+      // The answer to an add is the state with that add in it; any other is someone else's.
+      bool has_it = false;
+      for (std::size_t k = 0; k < r.state.ns.size() && !has_it; ++k) {
+        has_it = r.state.senders[k] == a.sender && r.state.ns[k] == a.n;
+      }
+      if (!has_it) {
+        out.problems.push_back("the answer to " + a.id + "'s add " + std::to_string(a.sender) +
+                               ":" + std::to_string(a.n) + " (sent at " + at(a.sent_at) +
+                               ", answered by " + r.label + ") does not hold that add");
+        continue;
+      }
       if (r.state.ns.size() > f.ns.size()) f = r.state;
     } catch (const troupe::error& e) {
-      // Not acknowledged (it may or may not have been applied): on a graceful path that is a
-      // loss. On a faulty one it must be accounted for: a dead letter that says why, or a
-      // failure that tells the asker why (its recipient's node left, the node fenced itself);
-      // silence (a timeout) only when a fault that leaves no trace came before its deadline.
-      const std::string what = a.id + " from node " + std::to_string(a.sender) + " (add " +
-                               std::to_string(a.n) + ", sent at " + at(a.sent_at) +
-                               ") failed: " + e.what();
-      const auto dead = w.dead->find({a.id, a.sender, a.n});
-      const bool traceless_fault = first_lossy_fault && *first_lossy_fault <= a.sent_at + 3s;
-      const bool silent = e.code() == troupe::errc::ask_timeout;
-      if (silent) ++out.timed_out;
-      if (!opt.faults) {
-        out.problems.push_back("on a graceful path, " + what);
-      } else if (dead == w.dead->end() && silent && !traceless_fault) {
-        out.problems.push_back("lost with no dead letter and no fault to blame: " + what);
-      } else if (dead != w.dead->end() && dead->second.empty()) {
-        out.problems.push_back("a dead letter with no reason: " + what);
-      }
+      failures[i] = e;
+    }
+  }
+  std::map<std::string, std::set<std::pair<int, int>>> applied;
+  for (const auto& [id, f] : final_state) {
+    for (std::size_t i = 0; i < f.ns.size(); ++i) applied[id].insert({f.senders[i], f.ns[i]});
+  }
+  for (std::size_t i = 0; i < asks.size(); ++i) {
+    if (!failures[i]) continue;
+    const auto& a = asks[i];
+    const troupe::error& e = *failures[i];
+    // Not acknowledged (it may or may not have been applied): on a graceful path that is a
+    // loss. On a faulty one it must be accounted for: a dead letter that says why, or a
+    // failure that tells the asker why (its recipient's node left, the node fenced itself, the
+    // store failed); silence (a timeout) only when a fault that leaves no trace came before its
+    // deadline, or when the add was applied after all (a slow write: late, not lost).
+    const std::string what = a.id + " from node " + std::to_string(a.sender) + " (add " +
+                             std::to_string(a.n) + ", sent at " + at(a.sent_at) +
+                             ") failed: " + e.what();
+    const auto dead = w.dead->find({a.id, a.sender, a.n});
+    const bool traceless_fault = first_lossy_fault && *first_lossy_fault <= a.sent_at + 3s;
+    const bool silent = e.code() == troupe::errc::ask_timeout;
+    const bool late = applied[a.id].contains({a.sender, a.n});
+    if (silent) ++out.timed_out;
+    if (!opt.faults) {
+      out.problems.push_back("on a graceful path, " + what);
+    } else if (dead == w.dead->end() && silent && !traceless_fault && !late) {
+      out.problems.push_back("lost with no dead letter and no fault to blame: " + what);
+    } else if (dead != w.dead->end() && dead->second.empty()) {
+      out.problems.push_back("a dead letter with no reason: " + what);
     }
   }
   out.dead_letters = w.dead->size();
   for (const auto& [id, acks] : acknowledged) {
     const tallied& f = final_state[id];
-    std::set<std::pair<int, int>> applied;
     std::map<int, int> last;
     for (std::size_t i = 0; i < f.ns.size(); ++i) {
-      applied.insert({f.senders[i], f.ns[i]});
       if (f.ns[i] <= last[f.senders[i]]) {
         out.problems.push_back(id + ": sender " + std::to_string(f.senders[i]) + "'s add " +
                                std::to_string(f.ns[i]) + " applied after its add " +
@@ -616,7 +701,7 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
       last[f.senders[i]] = std::max(last[f.senders[i]], f.ns[i]);
     }
     for (const auto& [sender, n] : acks) {
-      if (!applied.contains({sender, n})) {
+      if (!applied[id].contains({sender, n})) {
         out.problems.push_back(id + ": sender " + std::to_string(sender) + "'s add " +
                                std::to_string(n) + " was acknowledged and is gone");
       }
@@ -629,6 +714,11 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
     hash.add(std::to_string(static_cast<int>(e.what)) + e.label + e.id + e.detail);
   }
   out.trace_hash = hash.value();
+  if (w.store) {
+    out.writes_refused = w.store->refused;
+    out.write_answers_lost = w.store->answers_lost;
+    out.slow_writes = w.store->slow;
+  }
   return out;
 }
 
