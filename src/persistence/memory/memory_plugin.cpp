@@ -125,9 +125,13 @@ struct injected_faults {
 class memory_journal final : public journal {
  public:
   memory_journal(std::shared_ptr<memory_storage> s, std::optional<injected_faults> faults)
-      : storage_(std::move(s)), s_(*storage_), faults_(std::move(faults)) {}
+      : storage_(std::move(s)),
+        s_(*storage_),
+        faults_(std::move(faults)),
+        delayed_(faults_ ? std::make_shared<delayed_appends>() : nullptr) {}
 
   ~memory_journal() override {
+    if (!delayed_) return;
     std::map<std::uint64_t, delayed_appends::op> closing;
     {
       std::scoped_lock guard(delayed_->mutex);
@@ -207,7 +211,7 @@ class memory_journal final : public journal {
   std::shared_ptr<memory_storage> storage_;
   memory_storage& s_;
   std::optional<injected_faults> faults_;
-  std::shared_ptr<delayed_appends> delayed_ = std::make_shared<delayed_appends>();
+  std::shared_ptr<delayed_appends> delayed_;  // only with injected faults
 };
 
 class memory_snapshots final : public snapshot_store {

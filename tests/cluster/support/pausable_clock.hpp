@@ -82,14 +82,7 @@ class pausable_clock final : public troupe::clock,
   /// node's slow disk finishes the writes under way as its process dies, whether or not anyone
   /// still waits for their answers (whole_cluster_sim.hpp).
   void run_all_now() {
-    std::map<timer_id, timer> due;
-    {
-      std::lock_guard lock(mutex_);
-      for (const auto& [id, t] : timers_) inner_->cancel(t.inner);
-      due.swap(timers_);
-      held_.clear();
-    }
-    for (auto& [id, t] : due) {
+    for (auto& [id, t] : take_all()) {
       fired_.fetch_add(1, std::memory_order_acq_rel);
       t.fn();
     }
@@ -100,21 +93,23 @@ class pausable_clock final : public troupe::clock,
   }
   /// Cancels every timer, so that what their callbacks hold goes now (a test's teardown, before
   /// the executors those callbacks would post to are destroyed).
-  void cancel_all() {
-    std::map<timer_id, timer> gone;
-    {
-      std::lock_guard lock(mutex_);
-      for (const auto& [id, t] : timers_) inner_->cancel(t.inner);
-      gone.swap(timers_);
-      held_.clear();
-    }
-  }
+  void cancel_all() { take_all(); }
 
  private:
   struct timer {
     callback fn;
     timer_id inner = 0;
   };
+
+  /// Takes every timer out, cancelled on the inner clock, so that none fires from there.
+  std::map<timer_id, timer> take_all() {
+    std::map<timer_id, timer> taken;
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, t] : timers_) inner_->cancel(t.inner);
+    taken.swap(timers_);
+    held_.clear();
+    return taken;
+  }
 
   void fire(timer_id id) {
     callback fn;
