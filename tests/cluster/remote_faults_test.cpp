@@ -221,6 +221,48 @@ TEST_F(faults, an_answer_to_an_ask_of_a_nodes_previous_run_never_reaches_its_new
   EXPECT_EQ(second.get().n, 2U) << "the new run's ask got the answer meant for the old run's";
 }
 
+/// Passes each item on to `to`, with its sender (an ask's reply ref) kept.
+class passer_on final : public troupe::actor<item> {
+ public:
+  explicit passer_on(actor_ref<item> to) : to_(std::move(to)) {}
+
+ private:
+  void receive(item& m) override { to_.tell(m, context().sender()); }
+  actor_ref<item> to_;
+};
+
+/// Answers each item to its sender.
+class answerer final : public troupe::actor<item> {
+ private:
+  void receive(item& m) override { context().sender().tell_any(item{m.n, ""}); }
+};
+
+// A node's new run asks b, which passes the ask on to c; c knows only the node's previous run
+// (it connected to c, the new one has not). c's answer is bound to the new run, which c has not
+// met yet: it must go out (the handshake meets the new run), not to dead letters as if to the
+// run that ended. (The whole-node campaign with shards moving lost asks to nodes that had left
+// and come back that way, after the check above first compared with the run the peer knew.)
+TEST_F(faults, an_answer_to_a_new_run_that_has_not_connected_yet_reaches_it) {
+  node c(net, registry(), quick(), "c");
+  c.remote->expose(c.system.spawn<answerer>("answerer"));
+  node b(net, registry(), quick(), "b");
+  b.remote->expose(
+      b.system.spawn<passer_on>("passer", b.remote->ref_to<item>(c.address(), "/user/answerer")));
+  auto a = std::make_unique<node>(net, registry(), quick(), "a");
+  const auto address = a->address();
+  // The first run meets c: c's view of the node at `address` is that run.
+  auto met = a->remote->ref_to<item>(c.address(), "/user/answerer")
+                 .ask<item>(item{1, ""}, 30s, troupe::use_future);
+  ASSERT_EQ(met.wait_for(troupe::testkit::dilated(5s)), std::future_status::ready);
+  a.reset();
+  a = std::make_unique<node>(net, registry(), quick().with_bind(address), "a2");
+  auto answer = a->remote->ref_to<item>(b.address(), "/user/passer")
+                    .ask<item>(item{2, ""}, 30s, troupe::use_future);
+  ASSERT_EQ(answer.wait_for(troupe::testkit::dilated(10s)), std::future_status::ready)
+      << "c's answer to the new run went to dead letters";
+  EXPECT_EQ(answer.get().n, 2U);
+}
+
 // A node leaves gracefully and comes back at its address as a new run, which connects to b
 // first (b has sent it nothing since): b's asks to it go through, not failed as to the one that
 // left. (The whole-node simulation found asks failing "node left the cluster" long after such a

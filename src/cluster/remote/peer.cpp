@@ -4,6 +4,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <utility>
 
 namespace troupe::cluster::detail {
@@ -210,6 +211,7 @@ bool peer::bound_to_an_ended_run(outgoing& item) {
   const std::uint64_t bound = item.to->incarnation();
   const std::uint64_t now = incarnation();
   if (bound == 0 || now == 0 || bound == now) return false;
+  if (std::find(ended_runs_.begin(), ended_runs_.end(), bound) == ended_runs_.end()) return false;
   dead_letter(item, make_error_code(troupe::errc::recipient_terminated),
               "node " + to_string(address_) + " restarted (incarnation " + std::to_string(bound) +
                   " -> " + std::to_string(now) + "): the recipient was of the run that ended");
@@ -529,8 +531,16 @@ void peer::tick(time_point now) {
 }
 
 void peer::observed(const node_id& id) {
+  // A late handshake of a run that already ended (its frames were still on their way) does not
+  // make it the current run again.
+  if (std::find(ended_runs_.begin(), ended_runs_.end(), id.incarnation) != ended_runs_.end()) {
+    return;
+  }
   const auto before = incarnation_.exchange(id.incarnation, std::memory_order_acq_rel);
   if (before != 0 && before != id.incarnation) {
+    constexpr std::size_t remembered_runs = 8;
+    ended_runs_.push_back(before);
+    if (ended_runs_.size() > remembered_runs) ended_runs_.pop_front();
     {
       // A new run of the node answers at the address (it may have connected to us, while we
       // have sent it nothing yet): what left was the one before, so asks to it go through again.

@@ -12,6 +12,7 @@
 #include "cluster/clock_timer.hpp"
 #include "remote_target.hpp"
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -110,9 +111,11 @@ class peer : public std::enable_shared_from_this<peer> {
   void stage();
   /// The registry entry of a message's type; null (and a dead letter) when it has none.
   const message_registry::entry* entry_of(outgoing& item);
-  /// True, after a dead letter, when `item` is bound to a run of the node other than the one
-  /// this peer now knows: written now, it would reach the new run's actor of the same export
-  /// number (an answer to an ask of a run that ended would answer another ask).
+  /// True, after a dead letter, when `item` is bound to a run of the node that this peer saw
+  /// end: written now, it would reach the new run's actor of the same export number (an answer
+  /// to an ask of a run that ended would answer another ask). A run this peer has not met yet
+  /// is no ended one: a ref can reach this node before the new run connects to it (a message
+  /// passed on by a third node), and the next handshake meets that run.
   bool bound_to_an_ended_run(outgoing& item);
   /// Appends the sender ref and the payload.
   void encode_tail(outgoing& item, const message_registry::entry& entry, byte_buffer& out);
@@ -149,6 +152,7 @@ class peer : public std::enable_shared_from_this<peer> {
 
   // I/O thread.
   state state_ = state::idle;
+  std::deque<std::uint64_t> ended_runs_;  // incarnations seen replaced, the latest few
   std::shared_ptr<stream> stream_;
   std::uint64_t generation_ = 0;  // counts streams, so a late callback of an old one is ignored
   wire::frame_decoder decoder_;
