@@ -56,6 +56,7 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
 
   mutable std::mutex mutex;
   lease_id lease = 0;
+  revision joined_at = 0;  // the member key's revision
   bool fenced = false;
   std::map<std::string, std::shared_ptr<cluster_placement>, std::less<>> placements;
   /// leave() saw every shard of this node handed off before it revoked the lease: the revoke
@@ -157,7 +158,7 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
     m.info.app_version = options.app_version;
     m.address = address;
     register_member(*store, options.cluster_name, m,
-                    [self = shared_from_this(), granted](std::error_code e, revision) {
+                    [self = shared_from_this(), granted](std::error_code e, revision at) {
                       if (e) {
                         self->joined_promise.set_exception(std::make_exception_ptr(
                             troupe::error(e, "cluster: writing the member key")));
@@ -166,6 +167,7 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
                       {
                         std::lock_guard lock(self->mutex);
                         self->lease = granted;
+                        self->joined_at = at;
                       }
                       troupe::logger()->info("cluster {}: {} joined at {} (lease {:x})",
                                              self->options.cluster_name, self->options.node,
@@ -177,6 +179,7 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
   std::shared_ptr<sharding::placement> place(const sharding::region_settings& s,
                                              const std::type_info& message_type) {
     coord::member_id self;
+    revision self_joined_at = 0;
     {
       std::lock_guard lock(mutex);
       if (lease == 0 || fenced) {
@@ -185,6 +188,7 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
                                 "' after cluster_node::joined() and before the node is fenced");
       }
       self = {options.node, lease};
+      self_joined_at = joined_at;
     }
     check_type_name(s.type_name);
     // The type's messages cross nodes: a type that cannot fails here, not at its first send.
@@ -224,6 +228,7 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
     po.cluster = options.cluster_name;
     po.type = s.type_name;
     po.self = self;
+    po.joined_at = self_joined_at;
     po.proxy = !hosts;
     po.retry = options.retry;
     auto refs = make_endpoint_refs(*remote);

@@ -101,7 +101,11 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
-  troupe::logger()->set_level(spdlog::level::err);
+  // One seed replayed shows what went wrong on the way; a campaign prints only its failures.
+  // TROUPE_SIM_VERBOSE (the world's story) also shows the runtime's warnings.
+  troupe::logger()->set_level(std::getenv("TROUPE_SIM_VERBOSE") != nullptr ? spdlog::level::warn
+                              : seeds == 1                                 ? spdlog::level::err
+                                           : spdlog::level::critical);
   if (whole_nodes) return run_whole_nodes(from, seeds, whole, whole_flags);
   if (!whole_flags.empty()) return usage();
   using troupe::cluster::sim::control_plane_world;

@@ -94,6 +94,10 @@ struct cluster_placement_options {
   std::string type;
   /// This node's incarnation: its id and lease.
   sharding::coordination::member_id self;
+  /// The revision its member key was written at. An allocation to this incarnation is written
+  /// after it, so a delivery addressed at an older epoch was meant for an earlier run of this
+  /// node (or another node) and is refused (meant_for_an_earlier_run).
+  revision joined_at = 0;
   /// A proxy region routes and never hosts a shard.
   bool proxy = false;
   /// How long before a home request, a failed read, registration or fence raise is repeated.
@@ -163,6 +167,12 @@ class cluster_placement final : public sharding::placement,
                     std::uint64_t token) override;
   /// The answer to this node's flush `token` came (through the delivery endpoint).
   void flushed(sharding::shard_id shard, std::uint64_t token);
+  /// A delivery or flush marker sent at `epoch` was addressed to an earlier run of this node:
+  /// what that run held died with it, so passing this one on would put it behind its sender's
+  /// newer messages (docs/cluster.md, "A delivery meant for an earlier run").
+  [[nodiscard]] bool meant_for_an_earlier_run(sharding::shard_epoch epoch) const noexcept {
+    return epoch > 0 && epoch < options_.joined_at;
+  }
   /// Hands the region a message another node sent here, taking it; false, leaving it, when no
   /// region listens (any more, or already more than a few before the region started: those
   /// wait for it).

@@ -61,11 +61,26 @@ void delivery_endpoint::receive(sharded_delivery& d, const untyped_ref& sender,
            "no sharded type '" + d.type + "' runs on this node");
     return;
   }
-  if (d.flush != 0) {
-    if (d.flushed) {
-      placement->flushed(d.shard, d.flush);
+  if (d.flush != 0 && d.flushed) {
+    placement->flushed(d.shard, d.flush);
+    return;
+  }
+  if (placement->meant_for_an_earlier_run(d.epoch)) {
+    // Sent to this node's previous run (queued while it was down, delivered once this run
+    // listened at the same address). This run holds none of what its sender sent before, so a
+    // marker is answered at once, and a message goes to dead letters: passed on, it would reach
+    // the shard after the newer messages its sender sent since.
+    if (d.flush != 0) {
+      placement->answer_flush(sender, d.shard, d.flush);
       return;
     }
+    refuse(std::move(in), make_error_code(troupe::errc::recipient_terminated),
+           "sharded type '" + d.type + "', shard " + std::to_string(d.shard) + ": sent at epoch " +
+               std::to_string(d.epoch) +
+               " to an earlier run of this node, whose messages were lost with it");
+    return;
+  }
+  if (d.flush != 0) {
     sharding::remote_arrival marker;
     marker.shard = d.shard;
     marker.epoch = d.epoch;

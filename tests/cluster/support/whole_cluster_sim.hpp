@@ -3,7 +3,7 @@
 // its remoting, cluster_node (lease keeper, coordinator runner, placement) and the "tally"
 // persistent entity in a real region, over the memory network, the in-process etcd model and
 // one memory journal. simulate(seed) runs one seed: the seed decides the number of nodes (3 to
-// 5), the load (asks from every node to hot and cold ids) and the faults (rebalances, partitions
+// 7), the load (asks from every node to hot and cold ids) and the faults (rebalances, partitions
 // between nodes both ways or one way, link delays, cuts from etcd, pauses, graceful leaves,
 // crashes and restarts as new incarnations, refused, answer-lost and slow store writes; with
 // moves_often, shards moving all the time over uneven links), and the run's outcome lists every
@@ -29,6 +29,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 namespace troupe::cluster::tally_test {
@@ -38,7 +39,7 @@ inline std::string name_of(int i) { return "node-" + std::to_string(i); }
 
 /// What a run does besides the seed's load and faults.
 struct sim_options {
-  /// How many nodes run; 0: the seed chooses 3 to 5.
+  /// How many nodes run; 0: the seed chooses 3 to 7.
   int nodes = 0;
   /// With the faults, also one-way partitions and store write faults (false replays a seed
   /// found before they existed, with nodes = 3).
@@ -223,6 +224,13 @@ struct sim_member {
                                  std::move(options), clock);
   }
   ~sim_member() {
+    // Unless the process crashed, the region stops first, while the dead-letter recorder still
+    // runs: what it still holds (its own senders' messages waiting for a home) becomes dead
+    // letters the checker sees, as the process's dead-letter log would show them.
+    if (region && !crashed) {
+      system.stop(region);
+      system.run_until_idle();
+    }
     cluster.reset();
     remote->shutdown();
     disk->run_all_now();  // the writes under way land; their answers reach nobody outside
@@ -262,6 +270,7 @@ struct sim_member {
   std::shared_ptr<test::pausable_clock> disk;
   boost::asio::io_context& io;
   bool paused = false;
+  bool crashed = false;  // its process ends abruptly: it reports nothing more
   actor_system system;
   std::unique_ptr<remote_node> remote;
   std::shared_ptr<consensus_store> store;
@@ -346,7 +355,7 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
   auto chance = [&](double p) { return std::uniform_real_distribution<>(0, 1)(rng) < p; };
   const std::vector<std::string> ids = {"a", "b", "c", "d", "e", "f", "g", "h"};
   sim_world w(seed);
-  const int node_count = opt.nodes > 0 ? opt.nodes : 3 + static_cast<int>(rng() % 3);
+  const int node_count = opt.nodes > 0 ? opt.nodes : 3 + static_cast<int>(rng() % 5);
   if (opt.faults && opt.one_way_and_store_faults) {
     w.store = std::make_shared<sim_world::store_faults>(seed);
   }
@@ -439,6 +448,10 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
       n.clock->resume_time();
       n.paused = false;
       w.log->record(activity::entry::resume, n.label);
+      // Past its deadline now, the node is fenced from this instant: its entities read the
+      // deadline on its clock before each message (node_standing), though its fence timer runs
+      // only once its held timers are released below, after other nodes may have acted.
+      if (n.cluster->fenced()) w.log->record(activity::entry::fence, n.label);
       run_all();
       n.clock->release();
     };
@@ -562,6 +575,7 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
             for (int y = 0; y < node_count; ++y) {
               if (y != x) w.net->partition(address_of(x), address_of(y));
             }
+            nodes[x]->crashed = true;
             nodes[x].reset();
             note("node " + std::to_string(x) + " crashed");
             lossy();
@@ -707,9 +721,14 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
       }
     }
   }
+  if (verbose) {  // each problem with its entity's history (the problem names the id first)
+    for (const auto& p : out.problems)
+      std::printf("%s\n%s", p.c_str(), w.log->history(p.substr(0, p.find_first_of(" :"))).c_str());
+  }
   test::trace_hash hash;
+  std::set<std::string> fenced;  // a node resumed past its deadline has two fence entries
   for (const auto& e : w.log->entries) {
-    if (e.what == activity::entry::fence) ++out.fences;
+    if (e.what == activity::entry::fence && fenced.insert(e.label).second) ++out.fences;
     if (e.what == activity::entry::start) ++out.activations;
     hash.add(std::to_string(static_cast<int>(e.what)) + e.label + e.id + e.detail);
   }
