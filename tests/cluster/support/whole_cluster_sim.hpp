@@ -377,6 +377,9 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
   };
   std::vector<ask_in_flight> asks;
   std::map<std::pair<int, std::string>, int> next;  // (sender, id) -> last n
+  // (id, sender, n) -> the run of the sender's node that sent it: order holds per sender, and a
+  // node's new run is another sender (a crashed run's add may arrive after the new run's).
+  std::map<std::tuple<std::string, int, int>, int> run_of;
   // When the first fault that can lose a message without a trace came (bytes on a cut link, a
   // crashed node's mailboxes): an ask whose deadline came before it must end with an answer or
   // a dead letter that says why.
@@ -427,6 +430,7 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
     // Node `from` asks `id` to add its next number.
     auto ask_add = [&](int from, const std::string& id) {
       const int n = ++next[{from, id}];
+      run_of[{id, from, n}] = incarnations[from];
       asks.push_back({id, from, n,
                       nodes[from]->region.ask<tally_reply>(tally_command{add{id, from, n, 0}}, 3s,
                                                            troupe::use_future),
@@ -705,14 +709,15 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
   out.dead_letters = w.dead->size();
   for (const auto& [id, acks] : acknowledged) {
     const tallied& f = final_state[id];
-    std::map<int, int> last;
+    std::map<std::pair<int, int>, int> last;  // (sender, run) -> its highest add applied
     for (std::size_t i = 0; i < f.ns.size(); ++i) {
-      if (f.ns[i] <= last[f.senders[i]]) {
+      int& highest = last[{f.senders[i], run_of[{id, f.senders[i], f.ns[i]}]}];
+      if (f.ns[i] <= highest) {
         out.problems.push_back(id + ": sender " + std::to_string(f.senders[i]) + "'s add " +
                                std::to_string(f.ns[i]) + " applied after its add " +
-                               std::to_string(last[f.senders[i]]));
+                               std::to_string(highest));
       }
-      last[f.senders[i]] = std::max(last[f.senders[i]], f.ns[i]);
+      highest = std::max(highest, f.ns[i]);
     }
     for (const auto& [sender, n] : acks) {
       if (!applied[id].contains({sender, n})) {
