@@ -70,6 +70,14 @@ TEST(SimulatedCluster, SeedsThatOnceFailed) {
   // after its add 15"). A node now refuses a delivery addressed at an epoch older than its run.
   const outcome o = simulate(4);
   EXPECT_TRUE(o.problems.empty()) << "seed 4:" << joined(o.problems);
+  // Seed 90: two regions' flushes waited for each other (each held the other's marker) until
+  // their timeouts, and a sender's held adds reached the next home after its newer ones ("g:
+  // sender 4's add 8 applied after its add 14"); the flush with the lower token now yields.
+  // Seed 726 with moves looped within one step while a flush yielded more than once.
+  const outcome cycle = simulate(90);
+  EXPECT_TRUE(cycle.problems.empty()) << "seed 90:" << joined(cycle.problems);
+  const outcome twice = simulate(726, {.moves_often = true});
+  EXPECT_TRUE(twice.problems.empty()) << "seed 726 with moves:" << joined(twice.problems);
 }
 
 // The loss checker's own test: an entity that acknowledges an add without persisting it.

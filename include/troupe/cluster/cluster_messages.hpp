@@ -52,6 +52,8 @@ struct sharded_delivery {
   /// `flushed` set once they are delivered.
   std::uint64_t flush = 0;
   bool flushed = false;
+  /// A flush marker's: the node whose region sent it first (nodes that pass it on keep it).
+  std::string origin;
 
   /// The message's type (its manifest, how it is written and read).
   const message_registry::entry* entry = nullptr;

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <utility>
 #include <variant>
@@ -69,6 +70,8 @@ struct remote_arrival {
   /// with `flushed`, the end of this node's own flush with this token.
   std::uint64_t flush_token = 0;
   untyped_ref reply_to;
+  /// A flush marker's: the node whose region sent it first (nodes that pass it on keep it).
+  std::string origin;
   bool flushed = false;
 };
 
@@ -173,10 +176,18 @@ class placement {
   /// when answered, when `home`'s node is no member any more (what it held is lost with it), or
   /// after the placement's flush timeout. False when this placement does not flush (the
   /// default: the region then sends on at once). Throws like send_remote.
+  /// `origin`: the node of a marker passed on (remote_arrival::origin); empty for its own.
   virtual bool send_flush(const placed_remote& home, shard_id shard, std::uint64_t token,
-                          const untyped_ref& reply_to) {
-    (void)home, (void)shard, (void)token, (void)reply_to;
+                          const untyped_ref& reply_to, const std::string& origin) {
+    (void)home, (void)shard, (void)token, (void)reply_to, (void)origin;
     return false;
+  }
+  /// Where this node's flush tokens start: far from every other node's, so that tokens of
+  /// different regions do not meet, and (of two flushes that wait for each other) the lower one
+  /// yields. Random by default; a cluster's placement derives it from its node's incarnation,
+  /// so that a simulated run replays.
+  [[nodiscard]] virtual std::uint64_t first_flush_token() const {
+    return (std::uint64_t{std::random_device{}()} << 32U) ^ std::random_device{}();
   }
   /// Answers a flush marker: everything sent before it has been handed to the shard here.
   virtual void answer_flush(const untyped_ref& reply_to, shard_id shard, std::uint64_t token) {

@@ -273,7 +273,7 @@ void cluster_placement::set_arrival_handler(arrival_handler handler) {
 }
 
 bool cluster_placement::send_flush(const placed_remote& home, shard_id shard, std::uint64_t token,
-                                   const untyped_ref& reply_to) {
+                                   const untyped_ref& reply_to, const std::string& origin) {
   if (!options_.send_flush) return false;
   const std::optional<std::string> address = address_of(home.node);
   if (!address) {
@@ -284,7 +284,8 @@ bool cluster_placement::send_flush(const placed_remote& home, shard_id shard, st
     own_flushes_[token] = {home.node, shard, clock_->now() + options_.flush_timeout};
   }
   try {
-    options_.send_flush(*address, shard, home.epoch, token, reply_to);
+    options_.send_flush(*address, shard, home.epoch, token, reply_to,
+                        reply_to ? origin : options_.self.node);
   } catch (...) {
     if (!reply_to) {
       std::lock_guard lock(mutex_);

@@ -79,10 +79,11 @@ using remote_linker = std::function<std::shared_ptr<sharding::placement::remote_
 
 /// Sends a flush marker (placement::send_flush) for a shard to the node listening at `address`,
 /// on the path of the messages sent there; `reply_to` gets the answer (empty: this node's
-/// delivery endpoint). Throws when it cannot; must not block.
-using flush_delivery =
-    std::function<void(const std::string& address, sharding::shard_id, sharding::shard_epoch,
-                       std::uint64_t token, const untyped_ref& reply_to)>;
+/// delivery endpoint); `origin` names the node whose marker it is. Throws when it cannot; must
+/// not block.
+using flush_delivery = std::function<void(const std::string& address, sharding::shard_id,
+                                          sharding::shard_epoch, std::uint64_t token,
+                                          const untyped_ref& reply_to, const std::string& origin)>;
 /// Answers a flush marker to `reply_to` (a node's delivery endpoint). Must not block.
 using flush_answer =
     std::function<void(const untyped_ref& reply_to, sharding::shard_id, std::uint64_t token)>;
@@ -162,7 +163,12 @@ class cluster_placement final : public sharding::placement,
   /// leave that waits ("shard 24: hand-off asked, not released"); empty when none is.
   [[nodiscard]] std::string owned_shards_progress() const;
   bool send_flush(const sharding::placed_remote& home, sharding::shard_id shard,
-                  std::uint64_t token, const untyped_ref& reply_to) override;
+                  std::uint64_t token, const untyped_ref& reply_to,
+                  const std::string& origin) override;
+  /// Far apart for any two incarnations (an odd multiplier is a bijection).
+  [[nodiscard]] std::uint64_t first_flush_token() const override {
+    return static_cast<std::uint64_t>(options_.self.incarnation) * 0x9e3779b97f4a7c15ULL;
+  }
   void answer_flush(const untyped_ref& reply_to, sharding::shard_id shard,
                     std::uint64_t token) override;
   /// The answer to this node's flush `token` came (through the delivery endpoint).

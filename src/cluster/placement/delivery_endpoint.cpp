@@ -86,6 +86,7 @@ void delivery_endpoint::receive(sharded_delivery& d, const untyped_ref& sender,
     marker.epoch = d.epoch;
     marker.flush_token = d.flush;
     marker.reply_to = sender;
+    marker.origin = std::move(d.origin);
     if (!placement->arrive(marker)) {
       refuse(std::move(in), make_error_code(troupe::errc::recipient_terminated),
              "sharded type '" + d.type + "': its region is not running");
@@ -244,12 +245,13 @@ flush_delivery flush_over(std::shared_ptr<endpoint_refs> refs, std::string type,
                           untyped_ref self_endpoint) {
   return [refs = std::move(refs), type = std::move(type), self = std::move(self_endpoint)](
              const std::string& address, sharding::shard_id shard, sharding::shard_epoch epoch,
-             std::uint64_t token, const untyped_ref& reply_to) {
+             std::uint64_t token, const untyped_ref& reply_to, const std::string& origin) {
     sharded_delivery d;
     d.type = type;
     d.shard = shard;
     d.epoch = epoch;
     d.flush = token;
+    d.origin = origin;
     refs->at(address).tell(std::move(d), reply_to ? reply_to : self);
   };
 }

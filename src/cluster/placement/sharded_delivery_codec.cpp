@@ -17,7 +17,10 @@ void write_sharded_delivery(byte_writer& w, const sharded_delivery& d) {
   codec<std::string>::encode(w, d.entity_id);
   w.write_varint(d.flush);
   codec<bool>::encode(w, d.flushed);
-  if (d.flush != 0) return;
+  if (d.flush != 0) {
+    if (!d.flushed) codec<std::string>::encode(w, d.origin);
+    return;
+  }
   if (d.entry == nullptr || (d.value == nullptr && d.encoded.empty())) {
     throw cluster_error(errc::decode_error,
                         "a sharded delivery of type '" + d.type + "' carries no message");
@@ -41,7 +44,10 @@ sharded_delivery read_sharded_delivery(byte_reader& r) {
   d.entity_id = codec<std::string>::decode(r);
   d.flush = r.read_varint();
   d.flushed = codec<bool>::decode(r);
-  if (d.flush != 0) return d;
+  if (d.flush != 0) {
+    if (!d.flushed) d.origin = codec<std::string>::decode(r);
+    return d;
+  }
   const auto name = r.read_raw(r.read_count());
   const std::string_view type_name(reinterpret_cast<const char*>(name.data()), name.size());
   const auto version = r.read_varint();

@@ -33,7 +33,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <utility>
 #include <variant>
@@ -71,6 +70,7 @@ struct flush_arrived {
   shard_epoch epoch = 0;
   std::uint64_t token = 0;
   untyped_ref reply_to;
+  std::string origin;  // the node whose marker it is
 };
 
 /// This region's own flush of a shard ended (answered, or its old home is gone).
@@ -138,6 +138,7 @@ class region_actor final : public actor<region_message<M>> {
     shard_epoch sent_at_epoch = 0;
     std::uint64_t flush_token = 0;
     untyped_ref reply_to;
+    std::string origin;  // a marker's: the node whose marker it is
   };
   struct shard_entry {
     // The route's shard and setup fields are the running shard actor's: only this region
@@ -155,6 +156,9 @@ class region_actor final : public actor<region_message<M>> {
     // after a newer one.
     std::optional<placed_remote> sent_to;
     std::uint64_t flushing = 0;
+    // This flush handed what waited to its old home once (it does so at most once: a marker
+    // of that node that comes back with it must not start a second round).
+    bool yielded = false;
     // What this node's senders sent while the flush ran: it goes after what other nodes pass
     // on meanwhile (which may be this region's own earlier messages, passed back).
     std::deque<pending> during_flush;
@@ -256,9 +260,10 @@ class region_actor final : public actor<region_message<M>> {
           region.tell_any(region_message<M>(std::in_place_type<flush_done>,
                                             flush_done{a.shard, a.flush_token}));
         } else {
-          region.tell_any(region_message<M>(
-              std::in_place_type<flush_arrived>,
-              flush_arrived{a.shard, a.epoch, a.flush_token, std::move(a.reply_to)}));
+          region.tell_any(
+              region_message<M>(std::in_place_type<flush_arrived>,
+                                flush_arrived{a.shard, a.epoch, a.flush_token,
+                                              std::move(a.reply_to), std::move(a.origin)}));
         }
       } catch (...) {
         // Out of memory: the marker's sender gives up on it after its flush timeout.
@@ -572,10 +577,10 @@ class region_actor final : public actor<region_message<M>> {
     // The message waits in its own envelope, with its sender: nothing moves.
     auto& line = entry.flushing != 0 && sent_at_epoch == 0 ? entry.during_flush : entry.buffer;
     if (sent_at_epoch > 0 && planted::bounced_out_of_order.load(std::memory_order_relaxed)) {
-      line.push_front({std::move(id), nullptr, &message, sent_at_epoch, 0, {}});
+      line.push_front({std::move(id), nullptr, &message, sent_at_epoch, 0, {}, {}});
       line.front().envelope.reset(this->context().cell().release_current());
     } else {
-      line.push_back({std::move(id), nullptr, &message, sent_at_epoch, 0, {}});
+      line.push_back({std::move(id), nullptr, &message, sent_at_epoch, 0, {}, {}});
       line.back().envelope.reset(this->context().cell().release_current());
     }
     ++buffered_;
@@ -615,7 +620,7 @@ class region_actor final : public actor<region_message<M>> {
     const std::uint64_t token = ++flush_tokens_;
     bool sent = false;
     try {
-      sent = setup_->homes->send_flush(*entry.sent_to, shard, token, untyped_ref{});
+      sent = setup_->homes->send_flush(*entry.sent_to, shard, token, untyped_ref{}, {});
     } catch (...) {
       sent = false;
     }
@@ -624,7 +629,8 @@ class region_actor final : public actor<region_message<M>> {
       return false;
     }
     entry.flushing = token;
-    return true;
+    yield_if_flushes_wait_for_each_other(shard, entry);  // may end it (its old home is gone)
+    return entry.flushing != 0;
   }
 
   /// This region's flush of a shard ended: what waited for it goes where the shard lives now.
@@ -638,6 +644,7 @@ class region_actor final : public actor<region_message<M>> {
   /// goes after what other nodes passed on meanwhile, then everything where the shard lives.
   void end_flush(shard_id shard, shard_entry& entry) {
     entry.flushing = 0;
+    entry.yielded = false;
     entry.sent_to.reset();
     buffer_held(entry);
     for (auto& p : entry.during_flush) entry.buffer.push_back(std::move(p));
@@ -665,7 +672,7 @@ class region_actor final : public actor<region_message<M>> {
       M* message = nullptr;
       try {
         message = message_of(*owned, id);
-        entry.buffer.push_back({std::move(id), std::move(owned), message, 0, 0, {}});
+        entry.buffer.push_back({std::move(id), std::move(owned), message, 0, 0, {}, {}});
         ++buffered_;
       } catch (...) {
         dead_letter_from(
@@ -705,21 +712,23 @@ class region_actor final : public actor<region_message<M>> {
         }
         if (const auto* remote = std::get_if<placed_remote>(&home);
             remote != nullptr && remote->epoch > f.epoch && setup_->homes->routes_remote()) {
-          pass_flush(*remote, f.shard, f.token, f.reply_to);
+          pass_flush(*remote, f.shard, f.token, f.reply_to, f.origin);
           return;
         }
       }
     }
-    entry.buffer.push_back({std::string(), nullptr, nullptr, f.epoch, f.token, f.reply_to});
+    entry.buffer.push_back(
+        {std::string(), nullptr, nullptr, f.epoch, f.token, f.reply_to, std::move(f.origin)});
     ++buffered_;
+    yield_if_flushes_wait_for_each_other(f.shard, entry);
   }
 
   /// Passes another node's flush marker on to `home`, behind the messages sent there. When it
   /// cannot go, its sender ends the flush by its timeout.
   void pass_flush(const placed_remote& home, shard_id shard, std::uint64_t token,
-                  const untyped_ref& reply_to) {
+                  const untyped_ref& reply_to, const std::string& origin) {
     try {
-      (void)setup_->homes->send_flush(home, shard, token, reply_to);
+      (void)setup_->homes->send_flush(home, shard, token, reply_to, origin);
     } catch (...) {
       // Its node is no member any more, or the marker cannot be encoded: the flush's sender
       // ends it by its timeout or when that node's key is gone.
@@ -853,11 +862,19 @@ class region_actor final : public actor<region_message<M>> {
     for (const auto& p : entry.buffer) {
       if (p.sent_at_epoch >= home.epoch) return;  // they wait for a newer home
     }
+    send_buffer(shard, entry, home);
+    open_remote(shard, entry, home);
+  }
+
+  /// Sends everything the region buffered for the shard to `home`, in order: messages, and
+  /// other nodes' flush markers behind them.
+  void send_buffer(shard_id shard, shard_entry& entry, const placed_remote& home) {
     std::deque<pending> buffer = std::move(entry.buffer);
+    entry.buffer.clear();
     buffered_ -= buffer.size();
     for (auto& p : buffer) {
       if (p.message == nullptr) {
-        pass_flush(home, shard, p.flush_token, p.reply_to);
+        pass_flush(home, shard, p.flush_token, p.reply_to, p.origin);
         continue;
       }
       auto failure = p.entity_id.empty()
@@ -869,7 +886,38 @@ class region_actor final : public actor<region_message<M>> {
                            *p.message, this->context().path(), failure->code,
                            "region " + setup_->settings.type_name + ": " + failure->why);
     }
-    open_remote(shard, entry, home);
+  }
+
+  /// Two regions whose flushes of a shard wait for each other: each sent the other messages for
+  /// it, and each holds the other's marker behind what it holds for the shard while its own
+  /// flush runs. Neither would end but by its timeout, after which a sender's order is lost.
+  /// The region whose flush has the lower token yields: it hands all it holds for the shard to
+  /// its flush's old home, on the path of what it sent there before (which goes first anyway),
+  /// the other's marker among it, and flushes again behind it. The other region gets its marker
+  /// back behind what it sent here, so its flush ends; this one's ends when the new marker is
+  /// answered, after what it handed over (docs/cluster.md, "Two flushes that wait for each
+  /// other"). Only the lower token yields, so the two never hand their buffers to each other.
+  void yield_if_flushes_wait_for_each_other(shard_id shard, shard_entry& entry) {
+    if (entry.flushing == 0 || entry.yielded || !entry.sent_to) return;
+    const placed_remote old_home = *entry.sent_to;
+    const auto waits_for_this = [&](const pending& p) {
+      return p.message == nullptr && p.origin == old_home.node && p.flush_token > entry.flushing;
+    };
+    if (std::none_of(entry.buffer.begin(), entry.buffer.end(), waits_for_this)) return;
+    send_buffer(shard, entry, old_home);
+    const std::uint64_t token = ++flush_tokens_;
+    bool sent = false;
+    try {
+      sent = setup_->homes->send_flush(old_home, shard, token, untyped_ref{}, {});
+    } catch (...) {
+      sent = false;
+    }
+    if (!sent) {  // its node is no member any more: what it held is lost with it
+      end_flush(shard, entry);
+      return;
+    }
+    entry.flushing = token;
+    entry.yielded = true;
   }
 
   /// Opens the shard's route to its remote home: from now on senders send there themselves,
@@ -1226,10 +1274,9 @@ class region_actor final : public actor<region_message<M>> {
   idle_and_lru_policy policy_;
   std::map<shard_id, shard_entry> shards_;  // ordered: introspection lists shards by id
   std::size_t buffered_ = 0;
-  // The last flush token this region used; random to start with, so that tokens of different
-  // regions do not meet (a region knows its own marker when it comes back by its token).
-  std::uint64_t flush_tokens_ =
-      (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  // The last flush token this region used; its placement picks the first (a region knows its
+  // own marker when it comes back by its token).
+  std::uint64_t flush_tokens_ = setup_->homes->first_flush_token();
   std::uint32_t sampled_ = 0;
 };
 
