@@ -617,20 +617,25 @@ class region_actor final : public actor<region_message<M>> {
       entry.sent_to.reset();
       return false;
     }
-    const std::uint64_t token = ++flush_tokens_;
-    bool sent = false;
-    try {
-      sent = setup_->homes->send_flush(*entry.sent_to, shard, token, untyped_ref{}, {});
-    } catch (...) {
-      sent = false;
-    }
-    if (!sent) {
+    const std::uint64_t token = send_own_marker(*entry.sent_to, shard);
+    if (token == 0) {
       entry.sent_to.reset();
       return false;
     }
     entry.flushing = token;
     yield_if_flushes_wait_for_each_other(shard, entry);  // may end it (its old home is gone)
     return entry.flushing != 0;
+  }
+
+  /// Sends a flush marker of this region's own to `home`: its token, or 0 when it cannot go
+  /// (the placement does not flush, or `home`'s node is no member any more).
+  std::uint64_t send_own_marker(const placed_remote& home, shard_id shard) {
+    const std::uint64_t token = ++flush_tokens_;
+    try {
+      return setup_->homes->send_flush(home, shard, token, untyped_ref{}, {}) ? token : 0;
+    } catch (...) {
+      return 0;
+    }
   }
 
   /// This region's flush of a shard ended: what waited for it goes where the shard lives now.
@@ -905,14 +910,8 @@ class region_actor final : public actor<region_message<M>> {
     };
     if (std::none_of(entry.buffer.begin(), entry.buffer.end(), waits_for_this)) return;
     send_buffer(shard, entry, old_home);
-    const std::uint64_t token = ++flush_tokens_;
-    bool sent = false;
-    try {
-      sent = setup_->homes->send_flush(old_home, shard, token, untyped_ref{}, {});
-    } catch (...) {
-      sent = false;
-    }
-    if (!sent) {  // its node is no member any more: what it held is lost with it
+    const std::uint64_t token = send_own_marker(old_home, shard);
+    if (token == 0) {  // its node is no member any more: what it held is lost with it
       end_flush(shard, entry);
       return;
     }
