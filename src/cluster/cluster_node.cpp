@@ -50,7 +50,8 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
   std::promise<void> joined_promise;
   std::shared_future<void> joined = joined_promise.get_future().share();
 
-  /// Held while on_fenced runs; `destroyed` set under it: no call after ~cluster_node.
+  /// Held while on_fenced (and the remoting's left_cluster) runs; `destroyed` set under it: no
+  /// call after ~cluster_node, after which the remote node may be gone too.
   std::mutex fenced_callback_mutex;
   bool destroyed = false;
 
@@ -100,9 +101,16 @@ struct cluster_node::state : std::enable_shared_from_this<state> {
     }
   }
 
-  void tell_fenced(const std::string& reason) {
+  /// `ended_run`: the node fenced itself (not after a clean leave), and the other nodes refuse
+  /// what is bound to its run once its key goes: the answers to its asks will not come.
+  void tell_fenced(const std::string& reason, bool ended_run) {
     std::lock_guard lock(fenced_callback_mutex);
-    if (!destroyed && options.on_fenced) options.on_fenced(reason);
+    if (destroyed) return;
+    if (ended_run) {
+      remote->left_cluster("node " + options.node + " fenced itself (" + reason +
+                           "): no other node answers its ended run");
+    }
+    if (options.on_fenced) options.on_fenced(reason);
   }
 
   /// A member's key is gone (its lease ran out, it left or was evicted): unless another
@@ -351,8 +359,9 @@ std::shared_ptr<cluster_node> cluster_node::join(actor_system& system,
         // After a complete hand-off this node's view holds every commit of its shards, so its
         // regions may go on passing on late arrivals to the new owners (docs/cluster.md,
         // "Leaving"); any other fence stops everything at once.
-        self->stop_hosting(!(why == fence_reason::revoked && self->left_cleanly));
-        self->tell_fenced(std::string(to_string(why)));
+        const bool left_cleanly = why == fence_reason::revoked && self->left_cleanly;
+        self->stop_hosting(!left_cleanly);
+        self->tell_fenced(std::string(to_string(why)), !left_cleanly);
       });
   auto node = std::shared_ptr<cluster_node>(new cluster_node(s));
   // SIGTERM or SIGINT through run_until_signal: leave gracefully (the shards are handed off)

@@ -136,6 +136,42 @@ TEST_F(faults, following_membership_a_partition_only_delays_and_a_node_that_left
   EXPECT_THROW((void)after.get(), troupe::error);
 }
 
+TEST_F(faults, a_node_that_left_the_cluster_itself_fails_its_asks_at_once) {
+  // b fenced itself: the others refuse what is bound to its run, so no answer comes. Its asks
+  // to a, and to c after c left gracefully (whose answer could have come from elsewhere), fail
+  // at once, as does an ask it sends later; none waits for its timeout.
+  node a(net, registry(), quick(), "a");
+  node b(net, registry(), quick(), "b");
+  node c(net, registry(), quick(), "c");
+  test_probe<item> got_a(a.system);
+  test_probe<item> got_c(c.system);
+  b.remote->follow_membership();
+  a.remote->expose(a.system.spawn<item_actor>("silent", got_a.ref()));  // never answers
+  c.remote->expose(c.system.spawn<item_actor>("silent", got_c.ref()));
+  auto at_a = b.remote->ref_to<item>(a.address(), "/user/silent");
+  auto at_c = b.remote->ref_to<item>(c.address(), "/user/silent");
+  auto to_a = at_a.ask<item>(item{1, ""}, 60s, troupe::use_future);
+  auto to_c = at_c.ask<item>(item{2, ""}, 60s, troupe::use_future);
+  EXPECT_EQ(got_a.expect_message().n, 1U);
+  EXPECT_EQ(got_c.expect_message().n, 2U);
+  b.remote->node_left(c.address(), "c's member key is gone", true);
+  EXPECT_EQ(to_c.wait_for(100ms), std::future_status::timeout)
+      << "an ask to a node that left gracefully waits for its answer from elsewhere";
+
+  b.remote->left_cluster("b fenced itself");
+  auto later = at_a.ask<item>(item{3, ""}, 60s, troupe::use_future);
+  for (auto* ask : {&to_a, &to_c, &later}) {
+    ASSERT_EQ(ask->wait_for(troupe::testkit::dilated(5s)), std::future_status::ready);
+    try {
+      (void)ask->get();
+      ADD_FAILURE() << "the ask succeeded";
+    } catch (const troupe::error& e) {
+      EXPECT_EQ(e.code(), make_error_code(errc::node_left)) << e.what();
+      EXPECT_NE(std::string(e.what()).find("b fenced itself"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST_F(faults, lost_writes_lose_messages_but_never_reorder_them) {
   node a(net, registry(), quick(), "a");
   node b(net, registry(), quick(), "b");

@@ -78,6 +78,12 @@ TEST(SimulatedCluster, SeedsThatOnceFailed) {
   EXPECT_TRUE(cycle.problems.empty()) << "seed 90:" << joined(cycle.problems);
   const outcome twice = simulate(726, {.moves_often = true});
   EXPECT_TRUE(twice.problems.empty()) << "seed 726 with moves:" << joined(twice.problems);
+  // Seed 247 with moves: node 1 asked, was paused past its deadline and fenced itself; the
+  // other nodes refused the answers to its ended run, so its asks timed out with nothing said
+  // (one had gone to a node that left gracefully, whose tracking of it the remoting dropped).
+  // A node that fences itself now fails its asks to other nodes at once (errc::node_left).
+  const outcome fenced = simulate(247, {.moves_often = true});
+  EXPECT_TRUE(fenced.problems.empty()) << "seed 247 with moves:" << joined(fenced.problems);
 }
 
 // The loss checker's own test: an entity that acknowledges an add without persisting it.

@@ -131,6 +131,10 @@ class remote_node {
   /// A new incarnation of a node became a member at `address`: asks to it go through again,
   /// also before either side has connected (until then, asks to a node that left fail at once).
   void node_joined(const node_address& address);
+  /// This node is no member any more (it fenced itself): the other nodes refuse what is bound
+  /// to its run, so the asks it sent them (and sends from now on) fail at once with
+  /// errc::node_left and `reason`, instead of at their timeout.
+  void left_cluster(std::string reason);
 
  private:
   std::shared_ptr<detail::node_core> core_;

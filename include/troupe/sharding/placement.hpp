@@ -173,9 +173,10 @@ class placement {
   /// there before it. Each region it passes handles it in order with them: where they are
   /// delivered, it is answered to `reply_to`; where they go on, it goes on behind them. Empty
   /// `reply_to`: the marker is this node's own, and its end comes back as a `flushed` arrival:
-  /// when answered, when `home`'s node is no member any more (what it held is lost with it), or
-  /// after the placement's flush timeout. False when this placement does not flush (the
-  /// default: the region then sends on at once). Throws like send_remote.
+  /// when answered, or after the placement's flush timeout. (Not when `home`'s key goes: a node
+  /// that left gracefully still passes on what it held, and the marker behind it.) False when
+  /// this placement does not flush (the default: the region then sends on at once). Throws like
+  /// send_remote, also when `home`'s node is no member any more.
   /// `origin`: the node of a marker passed on (remote_arrival::origin); empty for its own.
   virtual bool send_flush(const placed_remote& home, shard_id shard, std::uint64_t token,
                           const untyped_ref& reply_to, const std::string& origin) {

@@ -256,6 +256,19 @@ void node_core::node_joined(const node_address& address) {
   post_io([p = std::move(p)] { p->rejoined(); });
 }
 
+void node_core::left_cluster(std::string reason) {
+  if (closed()) return;
+  post_io([self = shared_from_this(), reason = std::move(reason)] {
+    self->left_reason_ = reason;
+    std::vector<std::shared_ptr<peer>> peers;
+    {
+      std::lock_guard lock(self->mutex_);
+      for (const auto& [address, p] : self->peers_) peers.push_back(p);
+    }
+    for (auto& p : peers) p->fail_asks(reason);
+  });
+}
+
 troupe::dead_letter_office& node_core::dead_letters() noexcept {
   return troupe::detail::dead_letters_of(*anchor_->owner());
 }
@@ -292,5 +305,7 @@ void remote_node::node_left(const node_address& address, std::string reason, boo
 }
 
 void remote_node::node_joined(const node_address& address) { core_->node_joined(address); }
+
+void remote_node::left_cluster(std::string reason) { core_->left_cluster(std::move(reason)); }
 
 }  // namespace troupe::cluster

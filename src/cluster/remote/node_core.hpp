@@ -77,6 +77,8 @@ class node_core : public std::enable_shared_from_this<node_core> {
   void node_left(const node_address& address, std::string reason, bool graceful);
   /// A new incarnation of a node is a member at `address`: the left mark goes.
   void node_joined(const node_address& address);
+  /// This node is no member any more: its asks' answers will not come (see remote_node).
+  void left_cluster(std::string reason);
 
   // -- I/O thread ---------------------------------------------------------------------------
   /// A local target as other nodes know it: an id assigned on first use, its path, and whether
@@ -93,6 +95,8 @@ class node_core : public std::enable_shared_from_this<node_core> {
   /// The target of a ref read from a message sent by `sender` (the node that wrote it).
   intrusive_ptr<actor_target> resolve_ref(const wire_ref& ref, const node_id& sender);
   void encode_ref(persistence::byte_writer& w, actor_target* t, peer* to);
+  /// Why asks of this node fail at once (left_cluster() came); empty while it is a member.
+  [[nodiscard]] const std::string& left_reason() const noexcept { return left_reason_; }
   /// An inbound stream ended.
   void forget(inbound* in);
 
@@ -128,6 +132,7 @@ class node_core : public std::enable_shared_from_this<node_core> {
   std::atomic<bool> closed_{false};
   std::atomic<bool> membership_decides_{false};
   std::optional<clock_timer> tick_timer_;
+  std::string left_reason_;  // I/O thread
 
   mutable std::mutex mutex_;  // peers_ and exposed_
   std::unordered_map<node_address, std::shared_ptr<peer>> peers_;

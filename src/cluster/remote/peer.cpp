@@ -511,6 +511,8 @@ void peer::heard_from() { last_heard_ = core_->now(); }
 
 void peer::tick(time_point now) {
   const auto& opts = core_->options();
+  // Answered (or timed out) since the peer left: nothing to fail any more.
+  std::erase_if(handed_on_asks_, [](const auto& a) { return a->is_terminated(); });
   if (state_ == state::handshaking && now - state_since_ > opts.handshake_timeout) {
     drop_stream(
         "no handshake answer within " + std::to_string(opts.handshake_timeout.count()) + " ms",

@@ -79,7 +79,11 @@ class peer : public std::enable_shared_from_this<peer> {
   void watch_local(std::uint64_t key, const recipient_spec& spec);
   void unwatch_local(std::uint64_t key);
   /// An ask's reply target exported to this peer: failed at once if the peer is lost.
-  void track_ask(intrusive_ptr<actor_target> promise) { asks_.push_back(std::move(promise)); }
+  /// Once this node left the cluster, it fails at once: no node answers an ended run.
+  void track_ask(intrusive_ptr<actor_target> promise);
+  /// Fails the asks waiting for answers from this peer with errc::node_left: this node is no
+  /// member any more, and the peer refuses what is bound to its ended run.
+  void fail_asks(const std::string& reason);
   /// The peer is gone (unreachable, restarted, left, shut down): fail what depends on it.
   /// With `keep_sent_asks`, asks whose message was sent keep waiting (a graceful leave).
   void lost(errc why, const std::string& reason, bool shutting_down = false,
@@ -123,6 +127,9 @@ class peer : public std::enable_shared_from_this<peer> {
   /// is complete), then `tail` when staged, or the tail encoded now.
   void encode(outgoing& item, const message_registry::entry& entry, byte_buffer& out,
               const std::span<const std::byte>* tail);
+  /// Dead-letters what waits to be sent (queued or staged) for which `fail` holds.
+  void fail_unsent_if(const std::function<bool(const outgoing&)>& fail, std::error_code code,
+                      const std::string& reason);
   /// Dead-letters the staged messages `fail` picks and keeps the others in order.
   void drop_staged_if(const std::function<bool(const outgoing&)>& fail, std::error_code code,
                       const std::string& reason);
@@ -174,6 +181,9 @@ class peer : public std::enable_shared_from_this<peer> {
   std::chrono::milliseconds backoff_{0};
   std::unique_ptr<clock_timer> reconnect_timer_;
   std::vector<intrusive_ptr<actor_target>> asks_;
+  /// Asks sent to this peer before it left gracefully: their answers come from where it passed
+  /// their messages on, unless this node leaves the cluster itself (fail_asks).
+  std::vector<intrusive_ptr<actor_target>> handed_on_asks_;
   struct remote_watch {
     intrusive_ptr<remote_target> watchee;
     std::vector<intrusive_ptr<actor_target>> watchers;

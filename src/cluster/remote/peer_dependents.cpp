@@ -10,6 +10,15 @@ namespace troupe::cluster::detail {
 
 using troupe::detail::terminated_message;
 
+namespace {
+
+/// An ask's message: its sender is the ask's temporary reply target.
+bool is_ask(const outgoing& item) {
+  return item.message->sender && item.message->sender->path().starts_with("/temp/");
+}
+
+}  // namespace
+
 // -- what depends on the peer -----------------------------------------------------------
 
 void peer::lost(errc why, const std::string& reason, bool shutting_down, bool keep_sent_asks) {
@@ -18,8 +27,14 @@ void peer::lost(errc why, const std::string& reason, bool shutting_down, bool ke
     troupe::logger()->warn("remote: {}", reason);
   }
   auto code = make_error_code(why);
+  std::erase_if(handed_on_asks_, [](const auto& a) { return a->is_terminated(); });
   for (auto& ask : asks_) {
-    if (!keep_sent_asks && !ask->is_terminated()) ask->notify_undelivered(code, reason);
+    if (ask->is_terminated()) continue;
+    if (keep_sent_asks) {
+      handed_on_asks_.push_back(std::move(ask));
+    } else {
+      ask->notify_undelivered(code, reason);
+    }
   }
   asks_.clear();
   auto watches = std::move(watches_);
@@ -39,13 +54,18 @@ void peer::lost(errc why, const std::string& reason, bool shutting_down, bool ke
   // incarnation fails, what is addressed by path goes to the new one.
   // Left: asks fail, and so does what was bound to the incarnation that left.
   auto fail = [&](const outgoing& item) {
-    const bool ask = item.message->sender && item.message->sender->path().starts_with("/temp/");
+    const bool ask = is_ask(item);
     if (why == errc::node_restarted) {
       return item.to->incarnation() != 0 && item.to->incarnation() != incarnation();
     }
     if (why == errc::node_left) return ask || item.to->incarnation() != 0;
     return ask;
   };
+  fail_unsent_if(fail, code, reason);
+}
+
+void peer::fail_unsent_if(const std::function<bool(const outgoing&)>& fail, std::error_code code,
+                          const std::string& reason) {
   std::vector<outgoing> keep;
   std::vector<outgoing> failed;
   {
@@ -55,6 +75,28 @@ void peer::lost(errc why, const std::string& reason, bool shutting_down, bool ke
   }
   for (auto& item : failed) dead_letter(item, code, reason);
   if (!staged_.empty()) drop_staged_if(fail, code, reason);
+}
+
+void peer::track_ask(intrusive_ptr<actor_target> promise) {
+  const std::string& reason = core_->left_reason();
+  if (reason.empty()) {
+    asks_.push_back(std::move(promise));
+  } else if (!promise->is_terminated()) {
+    promise->notify_undelivered(make_error_code(errc::node_left), reason);
+  }
+}
+
+void peer::fail_asks(const std::string& reason) {
+  const auto code = make_error_code(errc::node_left);
+  auto asks = std::move(asks_);
+  asks_.clear();
+  asks.insert(asks.end(), handed_on_asks_.begin(), handed_on_asks_.end());
+  handed_on_asks_.clear();
+  for (auto& ask : asks) {
+    if (!ask->is_terminated()) ask->notify_undelivered(code, reason);
+  }
+  // Asks not sent yet (no connection, or staged): their answers would not come either.
+  fail_unsent_if(is_ask, code, reason);
 }
 
 void peer::left(const std::string& reason, bool graceful) {
