@@ -84,6 +84,15 @@ TEST(SimulatedCluster, SeedsThatOnceFailed) {
   // A node that fences itself now fails its asks to other nodes at once (errc::node_left).
   const outcome fenced = simulate(247, {.moves_often = true});
   EXPECT_TRUE(fenced.problems.empty()) << "seed 247 with moves:" << joined(fenced.problems);
+  // Seed 593, and 425 with moves: three regions' flushes waited in a ring (node 3's marker went
+  // on through its old home to the shard's home, node 0, which held it while node 0's marker
+  // waited at node 3), until node 0's flush timed out ("a: sender 0's add 32 applied after its
+  // add 76"). A region now also yields to a higher marker of the shard's home in its view.
+  const outcome ring = simulate(593);
+  EXPECT_TRUE(ring.problems.empty()) << "seed 593:" << joined(ring.problems);
+  const outcome ring_moving = simulate(425, {.moves_often = true});
+  EXPECT_TRUE(ring_moving.problems.empty())
+      << "seed 425 with moves:" << joined(ring_moving.problems);
 }
 
 // The loss checker's own test: an entity that acknowledges an add without persisting it.

@@ -210,6 +210,20 @@ class manual_placement final : public placement {
     std::lock_guard lock(mutex_);
     return static_cast<bool>(listener_);
   }
+  /// The node fences itself: the listener hears of every shard the region asked about, as
+  /// from the cluster's placement.
+  void fence() {
+    mark_fenced();
+    home_listener listener;
+    std::vector<shard_id> shards;
+    {
+      std::lock_guard lock(mutex_);
+      listener = listener_;
+      shards = asked_;
+    }
+    if (!listener) return;
+    for (shard_id shard : shards) listener(shard);
+  }
 
  private:
   /// Hands the region what the delivery endpoint would, on the test's thread.
@@ -403,6 +417,46 @@ TEST_P(PlacementRouting, ARunningShardWhoseHomeGoesStopsAndItsNextMessagesWaitFo
   f.system.run_until_idle();
   EXPECT_EQ(f.out.expect_message(), 6);
   EXPECT_EQ(*f.epochs, (std::vector<std::uint64_t>{7, 9}));
+}
+
+// A node that fenced itself hosts nothing, and the other nodes refuse its ended run: what its
+// own senders sent and still waits, and all they send later, become dead letters at once with
+// the reason (an ask fails now, not at its timeout), and nothing more goes out to another node.
+TEST_P(PlacementRouting, ANodeThatFencedItselfDeadLettersWhatItsOwnSendersSentAndSendWithWhy) {
+  fixture f(GetParam());
+  f.homes->remote = true;
+  test_probe<troupe::dead_letter> dead(f.system, "dead");
+  f.system.dead_letters().subscribe(dead.ref());
+  f.homes->place(f.shard, troupe::sharding::placed_remote{"node-b", 3});
+  f.region.tell(note{"a", 0});
+  f.system.run_until_idle();
+  ASSERT_EQ(f.homes->sent_count(), 1U);
+
+  f.homes->place(f.shard, troupe::sharding::no_home_yet{});  // node-b hands the shard off
+  f.system.run_until_idle();
+  for (int i = 1; i <= 2; ++i) f.region.tell(note{"a", i});
+  f.system.run_until_idle();
+  dead.expect_no_message(1ms);  // they wait for the shard's next home
+
+  f.homes->fence();
+  f.system.run_until_idle();
+  f.region.tell(note{"a", 3});
+  f.system.run_until_idle();
+  f.homes->place(f.shard, troupe::sharding::placed_remote{"node-c", 5});  // a home it may not use
+  f.system.run_until_idle();
+  f.region.tell(note{"a", 4});
+  f.system.run_until_idle();
+  for (int i = 1; i <= 4; ++i) {
+    const auto d = dead.expect_message();
+    EXPECT_EQ(d.code, make_error_code(troupe::errc::recipient_terminated));
+    EXPECT_NE(d.reason.find("fenced itself"), std::string::npos) << d.reason;
+    const auto* message = d.message_as<note>();
+    ASSERT_NE(message, nullptr);
+    EXPECT_EQ(message->n, i);
+  }
+  dead.expect_no_message(1ms);
+  EXPECT_EQ(f.homes->sent_count(), 1U);
+  f.out.expect_no_message(1ms);
 }
 
 TEST_P(PlacementRouting, AShardOnAnotherNodeGetsItsMessagesInOrderThroughThePlacement) {
@@ -718,6 +772,26 @@ TEST_P(PlacementRouting,
   g.out.expect_no_message(1ms);
 }
 
+/// A region that sent the shard's note 0 to node-b (epoch 3) and flushes towards it since the
+/// shard moved to node-c (epoch 5); its own note 1 and note 100, which another node sent here at
+/// epoch 4, wait behind the flush. Returns the flush's token.
+std::uint64_t flush_towards_node_b(fixture& f) {
+  f.homes->remote = true;
+  f.homes->flushes = true;
+  f.homes->place(f.shard, troupe::sharding::placed_remote{"node-b", 3});
+  f.system.run_until_idle();
+  f.region.tell(note{"a", 0});
+  f.system.run_until_idle();
+  f.homes->place(f.shard, troupe::sharding::placed_remote{"node-c", 5});
+  f.system.run_until_idle();
+  f.region.tell(note{"a", 1});            // this node's own, during the flush
+  f.homes->arrive(f.shard, 4, "z", 100);  // another node's, sent here while it lived here
+  f.system.run_until_idle();
+  const auto flushes = f.homes->flushes_sent();
+  EXPECT_EQ(flushes.size(), 1U);
+  return flushes.empty() ? 0 : flushes[0].token;
+}
+
 // This region flushes toward node-b while node-b's flush toward this node waits here behind what
 // this region holds (and this region's marker waits there): the two would wait for each other
 // until their timeouts. The flush with the lower token yields: what this region holds goes to
@@ -729,20 +803,8 @@ TEST_P(PlacementRouting,
 TEST_P(PlacementRouting, OfTwoFlushesThatWaitForEachOtherTheLowerTokenHandsOverWhatItHolds) {
   for (const bool lower : {true, false}) {
     fixture f(GetParam());
-    f.homes->remote = true;
-    f.homes->flushes = true;
-    f.homes->place(f.shard, troupe::sharding::placed_remote{"node-b", 3});
-    f.system.run_until_idle();
-    f.region.tell(note{"a", 0});
-    f.system.run_until_idle();
-    f.homes->place(f.shard, troupe::sharding::placed_remote{"node-c", 5});
-    f.system.run_until_idle();
-    f.region.tell(note{"a", 1});            // this node's own, during the flush
-    f.homes->arrive(f.shard, 4, "z", 100);  // another node's, sent here while it lived here
-    f.system.run_until_idle();
+    const std::uint64_t own = flush_towards_node_b(f);
     auto flushes = f.homes->flushes_sent();
-    ASSERT_EQ(flushes.size(), 1U);
-    const std::uint64_t own = flushes[0].token;
     // A marker from node-d waits behind them: no cycle with this flush.
     f.homes->arrive_flush(f.shard, 4, own + 7, f.out.ref(), false, "node-d");
     // node-b's marker; its token decides which of the two yields.
@@ -790,6 +852,47 @@ TEST_P(PlacementRouting, OfTwoFlushesThatWaitForEachOtherTheLowerTokenHandsOverW
     ASSERT_EQ(flushes.size(), 5U);
     EXPECT_EQ(flushes[4].token, theirs) << "node-b's marker goes on to node-c";
     EXPECT_EQ(flushes[4].node, "node-c");
+    EXPECT_EQ(cluster_sharding::get(f.system).state("noter").buffered, 0U);
+  }
+}
+
+// Three regions can wait in a ring: this one flushes towards node-b, its old home, which passes
+// its marker on to node-c, the shard's home now; node-c flushes towards this node and holds that
+// marker, and its own marker waits here. Holding a marker of the shard's home with a higher
+// token, this region yields as it would to its old home's (whole-node seed 593: both flushes
+// ended by their timeout, and a sender's adds arrived after its newer ones).
+TEST_P(PlacementRouting, AFlushYieldsToTheMarkerOfTheShardsHomeWhenThatHasTheHigherToken) {
+  for (const bool lower : {true, false}) {
+    fixture f(GetParam());
+    const std::uint64_t own = flush_towards_node_b(f);
+    auto flushes = f.homes->flushes_sent();
+    const std::uint64_t theirs = lower ? own + 9 : own - 9;
+    f.homes->arrive_flush(f.shard, 4, theirs, f.out.ref(), false, "node-c");
+    f.system.run_until_idle();
+    if (!lower) {
+      EXPECT_EQ(f.homes->sent_out().size(), 1U) << "node-c's region yields";
+      EXPECT_EQ(f.homes->flushes_sent().size(), 1U);
+      continue;
+    }
+    auto sent = f.homes->sent_out();
+    flushes = f.homes->flushes_sent();
+    ASSERT_EQ(sent.size(), 2U);
+    EXPECT_EQ(sent[1].n, 100);
+    EXPECT_EQ(sent[1].node, "node-b") << "on the path of what it sent node-b before";
+    ASSERT_EQ(flushes.size(), 3U);
+    EXPECT_EQ(flushes[1].token, theirs);
+    EXPECT_EQ(flushes[1].node, "node-b");
+    EXPECT_TRUE(flushes[2].own);
+    EXPECT_EQ(flushes[2].node, "node-b");
+    EXPECT_LT(sent[1].order, flushes[1].order);
+    EXPECT_LT(flushes[1].order, flushes[2].order);
+    // The new marker's answer ends the flush: its own message goes to node-c, behind them.
+    f.homes->arrive_flush(f.shard, 0, flushes[2].token, {}, true);
+    f.system.run_until_idle();
+    sent = f.homes->sent_out();
+    ASSERT_EQ(sent.size(), 3U);
+    EXPECT_EQ(sent[2].n, 1);
+    EXPECT_EQ(sent[2].node, "node-c");
     EXPECT_EQ(cluster_sharding::get(f.system).state("noter").buffered, 0U);
   }
 }

@@ -525,10 +525,11 @@ class region_actor final : public actor<region_message<M>> {
   /// shard lives, or keeps it waiting. `sent_at_epoch` > 0: another node sent it here at that
   /// epoch, and it goes on only to a newer remote home (epochs only grow, so it never circles).
   void route_to(shard_id shard, std::string& id, M& message, shard_epoch sent_at_epoch) {
+    // A node that fenced itself delivers nothing, and the other nodes refuse its ended run.
     // Past the lease's deadline already (a node resumed after a pause, before its fence is
     // noticed): the shard may run elsewhere and its senders count what they sent here as lost,
     // so passing it on now would put it after their newer messages.
-    if (sent_at_epoch > 0 && setup_->homes->standing()->lapsed()) {
+    if (setup_->homes->fenced() || (sent_at_epoch > 0 && setup_->homes->standing()->lapsed())) {
       reject(message, fenced_reason(), errc::recipient_terminated);
       return;
     }
@@ -740,33 +741,39 @@ class region_actor final : public actor<region_message<M>> {
     }
   }
 
-  /// On a node that fenced itself, what other nodes sent here and still waits goes to dead
-  /// letters, and their flush markers are answered: it may have missed moves, and what it passed
-  /// on late could overtake newer messages (docs/cluster.md, "Order across a move").
-  void drop_arrivals_if_fenced(shard_id shard, shard_entry& entry) {
-    if (!setup_->homes->fenced()) return;
-    std::deque<pending> keep;
-    for (auto& p : entry.buffer) {
-      if (p.sent_at_epoch == 0) {
-        keep.push_back(std::move(p));
-        continue;
+  /// On a node that fenced itself nothing waits: what other nodes sent here may have missed
+  /// moves, and passed on late it could overtake newer messages (docs/cluster.md, "Order across
+  /// a move"); what this node's senders sent has no home to go to (this node hosts nothing more,
+  /// and the others refuse its ended run). Every message goes to dead letters with the reason,
+  /// other nodes' flush markers are answered, this region's own flush ends, and senders come to
+  /// the region again, which refuses what they send. True if it fenced itself.
+  bool drop_waiting_if_fenced(shard_id shard, shard_entry& entry) {
+    if (!setup_->homes->fenced()) return false;
+    close_remote(entry);
+    buffer_held(entry, true);
+    for (auto* line : {&entry.buffer, &entry.during_flush}) {
+      for (auto& p : *line) {
+        --buffered_;
+        if (p.message == nullptr) {
+          setup_->homes->answer_flush(p.reply_to, shard, p.flush_token);
+          continue;
+        }
+        dead_letter_in_place(this->context().system().dead_letters(), std::move(p.envelope),
+                             *p.message, this->context().path(), errc::recipient_terminated,
+                             fenced_reason());
       }
-      --buffered_;
-      if (p.message == nullptr) {
-        setup_->homes->answer_flush(p.reply_to, shard, p.flush_token);
-        continue;
-      }
-      dead_letter_in_place(this->context().system().dead_letters(), std::move(p.envelope),
-                           *p.message, this->context().path(), errc::recipient_terminated,
-                           fenced_reason());
+      line->clear();
     }
-    entry.buffer.swap(keep);
+    entry.flushing = 0;
+    entry.yielded = false;
+    entry.sent_to.reset();
+    return true;
   }
 
   [[nodiscard]] std::string fenced_reason() const {
     return "region " + setup_->settings.type_name +
-           ": this node fenced itself (or is past its lease's deadline) and passes on nothing "
-           "other nodes sent it";
+           ": this node fenced itself (or is past its lease's deadline): it delivers nothing "
+           "here and sends nothing on";
   }
 
   /// A route holds messages for a shard with no actor: start one where the shard lives, or
@@ -839,7 +846,7 @@ class region_actor final : public actor<region_message<M>> {
   /// senders hold in its route) where the shard lives now: to a new actor here,
   /// or to its remote home. With no home yet it keeps waiting.
   void settle(shard_id shard, shard_entry& entry) {
-    drop_arrivals_if_fenced(shard, entry);
+    if (drop_waiting_if_fenced(shard, entry)) return;
     if (entry.stopping || entry.route->shard || entry.flushing != 0) return;
     const shard_home home = home_of(shard, entry);
     if (flush_if_moved(shard, entry, home)) return;
@@ -902,11 +909,16 @@ class region_actor final : public actor<region_message<M>> {
   /// back behind what it sent here, so its flush ends; this one's ends when the new marker is
   /// answered, after what it handed over (docs/cluster.md, "Two flushes that wait for each
   /// other"). Only the lower token yields, so the two never hand their buffers to each other.
+  /// The other region may also be the shard's home in this region's view: the old home passes
+  /// this region's marker on to it, where it waits the same way (a ring of three).
   void yield_if_flushes_wait_for_each_other(shard_id shard, shard_entry& entry) {
     if (entry.flushing == 0 || entry.yielded || !entry.sent_to) return;
     const placed_remote old_home = *entry.sent_to;
+    const shard_home now = setup_->homes->peek_home(shard);
+    const auto* home = std::get_if<placed_remote>(&now);
     const auto waits_for_this = [&](const pending& p) {
-      return p.message == nullptr && p.origin == old_home.node && p.flush_token > entry.flushing;
+      return p.message == nullptr && p.flush_token > entry.flushing &&
+             (p.origin == old_home.node || (home != nullptr && p.origin == home->node));
     };
     if (std::none_of(entry.buffer.begin(), entry.buffer.end(), waits_for_this)) return;
     send_buffer(shard, entry, old_home);
