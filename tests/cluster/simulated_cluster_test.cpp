@@ -88,6 +88,11 @@ TEST(SimulatedCluster, SeedsThatOnceFailed) {
   // on through its old home to the shard's home, node 0, which held it while node 0's marker
   // waited at node 3), until node 0's flush timed out ("a: sender 0's add 32 applied after its
   // add 76"). A region now also yields to a higher marker of the shard's home in its view.
+  // Seed 1184: node 1, resumed past its lease's deadline and fenced, started entity h (its
+  // constructor, on_start and journal read ran) while h ran on node 3 ("h started on node-1#1
+  // while it ran on node-3#2"). A shard now starts no entity once its node's standing is lost.
+  const outcome late_start = simulate(1184);
+  EXPECT_TRUE(late_start.problems.empty()) << "seed 1184:" << joined(late_start.problems);
   const outcome ring = simulate(593);
   EXPECT_TRUE(ring.problems.empty()) << "seed 593:" << joined(ring.problems);
   const outcome ring_moving = simulate(425, {.moves_often = true});

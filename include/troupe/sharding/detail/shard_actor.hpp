@@ -6,6 +6,7 @@
 #include <troupe/core/actor.hpp>
 #include <troupe/core/dead_letters.hpp>
 #include <troupe/core/detail/runtime_instruments.hpp>
+#include <troupe/core/node_standing.hpp>
 #include <troupe/core/supervision.hpp>
 #include <troupe/sharding/detail/back_pressure.hpp>
 #include <troupe/sharding/detail/id_hash.hpp>
@@ -562,7 +563,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
     }
     const actor_ref<M>* started = start(id, "started");
     if (started == nullptr) {
-      reject(message, errc::entity_start_failed, start_failure_);
+      reject(message, start_failure_code_, start_failure_);
       return;
     }
     tell(*started, message, this->context().sender(), pass_on);
@@ -627,6 +628,17 @@ class shard_actor final : public basic_actor<shard_message<M>> {
   /// Starts an incarnation of entity `id` and returns its ref (in entities_); null when it
   /// cannot start (start_failure_ says why, and the region's policy hears of it).
   const actor_ref<M>* start(const std::string& id, const char* what, bool remembered = true) {
+    // A node that no longer stands for the shard starts nothing: what an entity does as it
+    // starts (timers, messages, reading its journal) would run while the shard may run elsewhere.
+    if (setup_->home.standing != nullptr && setup_->home.standing->lost()) {
+      start_failure_code_ = errc::recipient_terminated;
+      start_failure_ = "entity '" + id + "' not " + what +
+                       ": this node no longer stands for the entity's shard (its lease is gone "
+                       "or in doubt)";
+      report_stopped(id);
+      return nullptr;
+    }
+    start_failure_code_ = errc::entity_start_failed;
     std::optional<actor_ref<M>> ref;
     try {
       // No name: the entity's cell keeps only its id and builds its name ("entity-<escaped
@@ -756,7 +768,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
       const actor_ref<M>* entity =
           next != entities_.end() ? &*next : start(id, what, /*remembered=*/!setup_->memory);
       if (entity == nullptr) {
-        to_dead_letters(std::move(p), errc::entity_start_failed, start_failure_);
+        to_dead_letters(std::move(p), start_failure_code_, start_failure_);
         continue;
       }
       try {
@@ -798,6 +810,7 @@ class shard_actor final : public basic_actor<shard_message<M>> {
   std::size_t buffered_ = 0;
   bool draining_ = false;      // stop_entities came: the shard stops once its entities have
   std::string start_failure_;  // why the last start failed
+  errc start_failure_code_ = errc::entity_start_failed;  // and its code
   std::uint64_t delivered_ = 0;
   // Remember entities: ids still to start, changes not yet written (id -> remembered), and
   // the write in flight.
