@@ -549,9 +549,14 @@ void peer::observed(const node_id& id) {
       std::lock_guard lock(mutex_);
       left_ = false;
     }
+    // Asks tracked since the old run left were sent after its leave, for this run: they wait
+    // for its answers. (Those sent to the old run were failed or handed on when it left.)
+    std::vector<intrusive_ptr<actor_target>> for_this_run;
+    if (before == left_run_) for_this_run.swap(asks_);
     lost(errc::node_restarted, "node " + to_string(address_) + " restarted (incarnation " +
                                    std::to_string(before) + " -> " +
                                    std::to_string(id.incarnation) + ")");
+    asks_ = std::move(for_this_run);
     for (auto& [id2, t] : targets_) t->mark_terminated();
     targets_.clear();
   }

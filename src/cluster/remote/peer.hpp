@@ -160,6 +160,8 @@ class peer : public std::enable_shared_from_this<peer> {
   // I/O thread.
   state state_ = state::idle;
   std::deque<std::uint64_t> ended_runs_;  // incarnations seen replaced, the latest few
+  /// The run that left (0: none): asks tracked after its leave were sent for the run after it.
+  std::uint64_t left_run_ = 0;
   std::shared_ptr<stream> stream_;
   std::uint64_t generation_ = 0;  // counts streams, so a late callback of an old one is ignored
   wire::frame_decoder decoder_;

@@ -104,6 +104,7 @@ void peer::left(const std::string& reason, bool graceful) {
     std::lock_guard lock(mutex_);
     left_ = true;
   }
+  left_run_ = incarnation();
   // A node that left gracefully handled or passed on all it was sent: the replies to those
   // asks may still come, from the shards' new owners.
   lost(errc::node_left, reason, false, graceful);
