@@ -24,10 +24,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace troupe::cluster {
@@ -150,6 +152,67 @@ TEST_F(cluster_placement_test,
   let_time_pass(600ms);
   EXPECT_EQ(asked_.size(), 2u) << "a coordinator that was not leading ignored the first ask";
   EXPECT_EQ(p->address_of("a"), "127.0.0.1:" + std::to_string(2550 + a.incarnation % 10));
+  p->stop();
+  poll();
+}
+
+// A flush of this node that times out starts the shard's next round: its own messages carry it
+// from then on (messages passed on keep the stamp they came with), and a message of an older
+// round comes too late: of this node, or of another run once one of its newer round was seen
+// (docs/cluster.md, "A flush that times out"; whole-node seeds 611 and 1591 with moves).
+TEST_F(cluster_placement_test, a_flush_that_times_out_starts_a_round_older_messages_cannot_follow) {
+  const auto a = join("a");
+  const auto b = join("b");
+  std::vector<std::pair<shard_id, sharding::origin_stamp>> sent;
+  cluster_placement_options o;
+  o.cluster = cluster;
+  o.type = type;
+  o.self = a;
+  o.send = [&](const std::string&, shard_id shard, sharding::shard_epoch, const std::string&,
+               const void*, const untyped_ref&,
+               const sharding::origin_stamp& stamp) { sent.emplace_back(shard, stamp); };
+  o.send_flush = [](const std::string&, shard_id, sharding::shard_epoch, std::uint64_t,
+                    const untyped_ref&, const std::string&) {};
+  round_counter link_round;  // what a link of shard 3 stamps its messages with
+  o.link = [&](const std::string&, shard_id, sharding::shard_epoch, std::int64_t run,
+               round_counter round) {
+    EXPECT_EQ(run, a.incarnation);
+    link_round = std::move(round);
+    return std::shared_ptr<sharding::placement::remote_link>();
+  };
+  o.flush_timeout = 5s;
+  auto p = cluster_placement::start(store_, clock_, o, fences_.raiser(), [](shard_id) {});
+  poll();
+  const placed_remote home{"b", allocate(3, b)};
+  p->send_remote(home, 3, "x", nullptr, {}, {});
+  (void)p->link_to(home, 3);
+  ASSERT_TRUE(link_round);
+  EXPECT_EQ(link_round->load(), 0U);
+  ASSERT_TRUE(p->send_flush(home, 3, 77, {}, ""));
+  let_time_pass(6s);  // no answer: the region sends on
+  EXPECT_EQ(link_round->load(), 1U) << "a link reads the round at each send";
+  p->send_remote(home, 3, "x", nullptr, {}, {});
+  p->send_remote(home, 4, "x", nullptr, {}, {});
+  p->send_remote(home, 3, "x", nullptr, {}, {b.incarnation, 4});  // passed on
+  const auto stamp_of = [](const auto& s) {
+    return std::tuple(s.first, s.second.run, s.second.round);
+  };
+  std::vector<std::tuple<shard_id, std::int64_t, std::uint32_t>> stamps;
+  std::transform(sent.begin(), sent.end(), std::back_inserter(stamps), stamp_of);
+  const std::vector<std::tuple<shard_id, std::int64_t, std::uint32_t>> want = {
+      {3, a.incarnation, 0}, {3, a.incarnation, 1}, {4, a.incarnation, 0}, {3, b.incarnation, 4}};
+  EXPECT_EQ(stamps, want);
+
+  EXPECT_TRUE(p->overtaken(3, {a.incarnation, 0})) << "sent before its own flush timed out";
+  EXPECT_FALSE(p->overtaken(3, {a.incarnation, 1}));
+  EXPECT_FALSE(p->overtaken(4, {a.incarnation, 0})) << "rounds are per shard";
+  EXPECT_FALSE(p->overtaken(3, {b.incarnation, 0})) << "no newer round of b seen yet";
+  EXPECT_FALSE(p->overtaken(3, {b.incarnation, 2}));
+  EXPECT_TRUE(p->overtaken(3, {b.incarnation, 1}));
+  EXPECT_TRUE(p->overtaken(3, {b.incarnation, 0}));
+  EXPECT_FALSE(p->overtaken(3, {b.incarnation, 2}));
+  EXPECT_FALSE(p->overtaken(4, {b.incarnation, 0})) << "rounds are per shard";
+  EXPECT_FALSE(p->overtaken(3, {b.incarnation + 1, 0})) << "another run starts afresh";
   p->stop();
   poll();
 }

@@ -10,8 +10,10 @@
 // where its messages were delivered, or follows them. Manual scheduling: each step runs when told,
 // but for one test where senders on other threads race the region.
 #include <troupe/core/actor_system.hpp>
+#include <troupe/core/clock.hpp>
 #include <troupe/core/config.hpp>
 #include <troupe/core/detail/actor_cell.hpp>
+#include <troupe/core/node_standing.hpp>
 #include <troupe/sharding/cluster_sharding.hpp>
 #include <troupe/testkit/test_probe.hpp>
 
@@ -66,38 +68,46 @@ class noter final : public troupe::actor<note> {
 /// reaches other nodes: what the region sends there is recorded.
 class manual_placement final : public placement {
  public:
+  manual_placement() = default;
+  /// `standing`: the node's, whose deadline the test may set.
+  explicit manual_placement(std::shared_ptr<troupe::detail::node_standing> standing)
+      : placement(std::move(standing)) {}
+
   struct sent {
     std::string node;
     troupe::sharding::shard_epoch epoch = 0;
     shard_id shard = 0;
     std::string id;
     int n = 0;
-    std::size_t order = 0;  // among everything sent: messages and flush markers
+    std::size_t order = 0;                 // among everything sent: messages and flush markers
+    troupe::sharding::origin_stamp stamp;  // a passed-on message's
   };
   bool remote = false;
 
   [[nodiscard]] bool routes_remote() const noexcept override { return remote; }
   void send_remote(const troupe::sharding::placed_remote& home, shard_id shard,
-                   const std::string& entity_id, const void* message,
-                   const troupe::untyped_ref&) override {
+                   const std::string& entity_id, const void* message, const troupe::untyped_ref&,
+                   const troupe::sharding::origin_stamp& passed_on) override {
     const auto& m = *static_cast<const note*>(message);
     // The cluster throws a troupe::error with its own code (node_unreachable) for a node that
     // left; its code reaches the dead letter.
     if (m.n == -2) throw troupe::error(troupe::errc::recipient_terminated, "node-b left");
     if (m.n < 0) throw std::runtime_error("cannot encode a negative note");
     std::lock_guard lock(mutex_);
-    sent_.push_back({home.node, home.epoch, shard, entity_id, m.n, ++order_});
+    sent_.push_back({home.node, home.epoch, shard, entity_id, m.n, ++order_, passed_on});
   }
   void set_arrival_handler(arrival_handler handler) override {
     std::lock_guard lock(mutex_);
     arrivals_ = std::move(handler);
   }
   /// Hands the region a note another node sent for `shard` at `epoch`.
-  void arrive(shard_id shard, troupe::sharding::shard_epoch epoch, const std::string& id, int n) {
+  void arrive(shard_id shard, troupe::sharding::shard_epoch epoch, const std::string& id, int n,
+              troupe::sharding::origin_stamp stamp = {}) {
     troupe::sharding::remote_arrival a;
     a.shard = shard;
     a.epoch = epoch;
     a.entity_id = id;
+    a.stamp = stamp;
     a.message = std::make_unique<troupe::detail::envelope<note>>(note{id, n});
     hand(std::move(a));
   }
@@ -292,7 +302,12 @@ struct fixture {
 
   troupe::actor_system system;
   test_probe<int> out;
-  std::shared_ptr<manual_placement> homes = std::make_shared<manual_placement>();
+  /// The node's standing and the clock its deadline is read on (none set: it stands until the
+  /// node fences itself).
+  std::shared_ptr<troupe::manual_clock> lease_clock = std::make_shared<troupe::manual_clock>();
+  std::shared_ptr<troupe::detail::node_standing> standing =
+      std::make_shared<troupe::detail::node_standing>(lease_clock);
+  std::shared_ptr<manual_placement> homes = std::make_shared<manual_placement>(standing);
   std::shared_ptr<std::vector<std::uint64_t>> epochs =
       std::make_shared<std::vector<std::uint64_t>>();
   troupe::actor_ref<note> region;
@@ -483,6 +498,7 @@ TEST_P(PlacementRouting, AShardOnAnotherNodeGetsItsMessagesInOrderThroughThePlac
     EXPECT_EQ(sent[i].epoch, 3);
     EXPECT_EQ(sent[i].shard, f.shard);
     EXPECT_EQ(sent[i].id, "a");
+    EXPECT_EQ(sent[i].stamp.run, 0) << "this node's own: the placement stamps it";
   }
   const auto d = dead.expect_message();
   EXPECT_NE(d.reason.find("node-b"), std::string::npos) << d.reason;
@@ -575,16 +591,27 @@ TEST_P(PlacementRouting, AnArrivalGoesOnToANewHomeBehindThoseThatWaitedForIt) {
   fixture f(GetParam());
   f.homes->remote = true;
   f.system.run_until_idle();
-  f.homes->arrive(f.shard, 5, "a", 0);
-  f.homes->arrive(f.shard, 5, "a", 1);
+  // Each keeps the stamp of the node it first left (the home checks its round).
+  f.homes->arrive(f.shard, 5, "a", 0, {7, 1});
+  f.homes->arrive(f.shard, 5, "a", 1, {7, 1});
   f.system.run_until_idle();
   EXPECT_TRUE(f.homes->sent_out().empty());
   f.homes->place_quietly(f.shard, troupe::sharding::placed_remote{"node-c", 6});
-  f.homes->arrive(f.shard, 5, "a", 2);
+  f.homes->arrive(f.shard, 5, "a", 2, {9, 2});
+  f.system.run_until_idle();
+  // Nothing waits any more: the next goes on at once, stamp and all.
+  f.homes->arrive(f.shard, 5, "a", 3, {9, 3});
   f.system.run_until_idle();
   const auto sent = f.homes->sent_out();
-  ASSERT_EQ(sent.size(), 3U);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(sent[static_cast<std::size_t>(i)].n, i);
+  ASSERT_EQ(sent.size(), 4U);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(sent[static_cast<std::size_t>(i)].n, i);
+  const std::vector<std::pair<std::int64_t, std::uint32_t>> stamps = {
+      {sent[0].stamp.run, sent[0].stamp.round},
+      {sent[1].stamp.run, sent[1].stamp.round},
+      {sent[2].stamp.run, sent[2].stamp.round},
+      {sent[3].stamp.run, sent[3].stamp.round}};
+  const std::vector<std::pair<std::int64_t, std::uint32_t>> want = {{7, 1}, {7, 1}, {9, 2}, {9, 3}};
+  EXPECT_EQ(stamps, want);
 }
 
 /// Keeps entity "a" alive in its shard: the shard starts as soon as it is placed here.
@@ -865,7 +892,6 @@ TEST_P(PlacementRouting, AFlushYieldsToTheMarkerOfTheShardsHomeWhenThatHasTheHig
   for (const bool lower : {true, false}) {
     fixture f(GetParam());
     const std::uint64_t own = flush_towards_node_b(f);
-    auto flushes = f.homes->flushes_sent();
     const std::uint64_t theirs = lower ? own + 9 : own - 9;
     f.homes->arrive_flush(f.shard, 4, theirs, f.out.ref(), false, "node-c");
     f.system.run_until_idle();
@@ -875,7 +901,7 @@ TEST_P(PlacementRouting, AFlushYieldsToTheMarkerOfTheShardsHomeWhenThatHasTheHig
       continue;
     }
     auto sent = f.homes->sent_out();
-    flushes = f.homes->flushes_sent();
+    const auto flushes = f.homes->flushes_sent();
     ASSERT_EQ(sent.size(), 2U);
     EXPECT_EQ(sent[1].n, 100);
     EXPECT_EQ(sent[1].node, "node-b") << "on the path of what it sent node-b before";
@@ -895,6 +921,34 @@ TEST_P(PlacementRouting, AFlushYieldsToTheMarkerOfTheShardsHomeWhenThatHasTheHig
     EXPECT_EQ(sent[2].node, "node-c");
     EXPECT_EQ(cluster_sharding::get(f.system).state("noter").buffered, 0U);
   }
+}
+
+// A node resumed past its lease's deadline, before anything noticed: a message already on its
+// way to a running shard starts no entity there (whole-node seed 1184: node 1 started entity h,
+// its constructor, on_start and journal read, while h ran on node 3). It becomes a dead letter
+// that says why.
+TEST(PlacementRouting, AShardStartsNoEntityOnceItsNodeNoLongerStandsForIt) {
+  fixture f(mode::direct_route);
+  test_probe<troupe::dead_letter> dead(f.system, "dead");
+  f.system.dead_letters().subscribe(dead.ref());
+  f.homes->place(f.shard, troupe::sharding::placed_here{3});
+  f.region.tell(note{"a", 0});
+  f.system.run_until_idle();
+  EXPECT_EQ(f.out.expect_message(), 0);
+  std::string other;  // another entity of the same shard
+  for (int i = 0; other.empty(); ++i) {
+    const std::string id = "e" + std::to_string(i);
+    if (troupe::sharding::shard_of(id, 4) == f.shard) other = id;
+  }
+  f.standing->set_deadline(f.lease_clock->now() + 1s);
+  f.lease_clock->advance(2s);  // past it: lost, and nothing told the region
+  f.region.tell(note{other, 1});
+  f.system.run_until_idle();
+  const auto d = dead.expect_message();
+  EXPECT_EQ(d.code, make_error_code(troupe::errc::recipient_terminated));
+  EXPECT_NE(d.reason.find("no longer stands"), std::string::npos) << d.reason;
+  EXPECT_EQ(f.epochs->size(), 1U) << "entity " << other << " was constructed";
+  f.out.expect_no_message(1ms);
 }
 
 TEST(PlacementRouting, WhatWaitedInTheRegionGoesFirstWhenTheShardStartsBeforeTheNewsOfItsHome) {

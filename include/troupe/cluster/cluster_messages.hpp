@@ -54,6 +54,10 @@ struct sharded_delivery {
   bool flushed = false;
   /// A flush marker's: the node whose region sent it first (nodes that pass it on keep it).
   std::string origin;
+  /// A message's: the run (member incarnation) of the node it first left, and how many of that
+  /// node's flushes of the shard had timed out then (sharding::origin_stamp).
+  std::int64_t origin_run = 0;
+  std::uint32_t origin_round = 0;
 
   /// The message's type (its manifest, how it is written and read).
   const message_registry::entry* entry = nullptr;

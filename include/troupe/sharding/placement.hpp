@@ -57,6 +57,16 @@ struct no_home_yet {
 /// One answer of a placement.
 using shard_home = std::variant<placed_here, placed_remote, no_home_yet>;
 
+/// Where a message first left its sender's node, kept by every node that passes it on: that
+/// node's run (its member incarnation), and how many of its flushes of the shard it had given up
+/// on (timed out) when it sent it. Zero `run`: this node's own message. A node refuses a message
+/// of an older round than one it has seen from the same run: that run stopped waiting for it
+/// and has sent newer messages since (docs/cluster.md, "A flush that times out").
+struct origin_stamp {
+  std::int64_t run = 0;
+  std::uint32_t round = 0;
+};
+
 /// A message another node's region sent to an entity whose shard it placed here at `epoch`.
 struct remote_arrival {
   shard_id shard = 0;
@@ -73,6 +83,8 @@ struct remote_arrival {
   /// A flush marker's: the node whose region sent it first (nodes that pass it on keep it).
   std::string origin;
   bool flushed = false;
+  /// A message's: where it first left its sender's node.
+  origin_stamp stamp;
 };
 
 /// Answers "where does this shard live" for one sharded type.
@@ -143,10 +155,12 @@ class placement {
   /// Sends `message` (the type's message type, left where it is: it is encoded before this
   /// returns) for entity `entity_id` of `shard` to the region at `home`, with `sender` (replies
   /// come back across nodes). Throws troupe::error (or another exception) when it cannot: the
-  /// message cannot be encoded, or `home` is not a member any more.
+  /// message cannot be encoded, or `home` is not a member any more. `passed_on`: the stamp of
+  /// a message another node sent here (run 0: this node's own, which the placement stamps).
   virtual void send_remote(const placed_remote& home, shard_id shard, const std::string& entity_id,
-                           const void* message, const untyped_ref& sender) {
-    (void)home, (void)shard, (void)entity_id, (void)message, (void)sender;
+                           const void* message, const untyped_ref& sender,
+                           const origin_stamp& passed_on) {
+    (void)home, (void)shard, (void)entity_id, (void)message, (void)sender, (void)passed_on;
   }
   /// Sets the one handler of arrivals (an empty function removes it).
   virtual void set_arrival_handler(arrival_handler handler) { (void)handler; }
@@ -217,7 +231,7 @@ inline std::shared_ptr<placement::remote_link> placement::link_to(const placed_r
         : homes_(homes), home_(std::move(home)), shard_(shard) {}
     void send(const std::string& entity_id, const void* message,
               std::unique_ptr<troupe::detail::envelope_base>& held) override {
-      homes_.send_remote(home_, shard_, entity_id, message, untyped_ref(held->sender));
+      homes_.send_remote(home_, shard_, entity_id, message, untyped_ref(held->sender), {});
       held.reset();
     }
 

@@ -241,12 +241,41 @@ void cluster_placement::set_listener(home_listener listener) {
 
 void cluster_placement::send_remote(const placed_remote& home, shard_id shard,
                                     const std::string& entity_id, const void* message,
-                                    const untyped_ref& sender) {
+                                    const untyped_ref& sender,
+                                    const sharding::origin_stamp& passed_on) {
   const std::optional<std::string> address = address_of(home.node);
   if (!address) {
     throw cluster_error(errc::node_unreachable, "node " + home.node + " is not a member any more");
   }
-  options_.send(*address, shard, home.epoch, entity_id, message, sender);
+  sharding::origin_stamp stamp = passed_on;
+  if (stamp.run == 0) {
+    std::lock_guard lock(mutex_);
+    stamp = own_stamp_locked(shard);
+  }
+  options_.send(*address, shard, home.epoch, entity_id, message, sender, stamp);
+}
+
+sharding::origin_stamp cluster_placement::own_stamp_locked(shard_id shard) const {
+  const auto it = rounds_.find(shard);
+  return {options_.self.incarnation,
+          it == rounds_.end() ? 0U : it->second->load(std::memory_order_acquire)};
+}
+
+bool cluster_placement::overtaken(shard_id shard, const sharding::origin_stamp& stamp) {
+  std::lock_guard lock(mutex_);
+  if (stamp.run == options_.self.incarnation) return stamp.round < own_stamp_locked(shard).round;
+  if (stamp.round == 0) {
+    const auto it = rounds_seen_.find({shard, stamp.run});
+    return it != rounds_seen_.end();  // a round above 0 was seen (only those are kept)
+  }
+  // Runs come and go over a long life; a bound keeps the map small (forgetting only weakens
+  // the check for a message that is late already).
+  constexpr std::size_t most_remembered = 4096;
+  if (rounds_seen_.size() >= most_remembered) rounds_seen_.clear();
+  auto& seen = rounds_seen_[{shard, stamp.run}];
+  if (stamp.round < seen) return true;
+  seen = stamp.round;
+  return false;
 }
 
 std::shared_ptr<sharding::placement::remote_link> cluster_placement::link_to(
@@ -256,7 +285,14 @@ std::shared_ptr<sharding::placement::remote_link> cluster_placement::link_to(
   if (!address) {
     throw cluster_error(errc::node_unreachable, "node " + home.node + " is not a member any more");
   }
-  return options_.link(*address, shard, home.epoch);
+  std::shared_ptr<std::atomic<std::uint32_t>> round;
+  {
+    std::lock_guard lock(mutex_);
+    auto& slot = rounds_[shard];
+    if (!slot) slot = std::make_shared<std::atomic<std::uint32_t>>(0);
+    round = slot;
+  }
+  return options_.link(*address, shard, home.epoch, options_.self.incarnation, std::move(round));
 }
 
 void cluster_placement::set_arrival_handler(arrival_handler handler) {
@@ -710,6 +746,12 @@ void cluster_placement::tick() {
         const time_point now = self->clock_->now();
         self->end_flushes_locked([&](std::uint64_t token, const own_flush& f) {
           if (now < f.give_up) return false;
+          // Messages this node sent before the flush may still be on their way (held by a node
+          // that cannot pass them on yet): newer ones go out in the next round, and a node that
+          // sees one of them refuses the older round from then on.
+          auto& round = self->rounds_[f.shard];
+          if (!round) round = std::make_shared<std::atomic<std::uint32_t>>(0);
+          round->fetch_add(1, std::memory_order_acq_rel);
           troupe::logger()->warn(
               "placement {}: no answer from node {} to flush {} of shard {}; sending on",
               self->options_.type, f.node, token, f.shard);

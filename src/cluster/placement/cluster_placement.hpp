@@ -70,12 +70,18 @@ using home_request = std::function<void(sharding::shard_id)>;
 /// at `address`, which owns the shard at the epoch. Throws when it cannot; must not block.
 using remote_delivery =
     std::function<void(const std::string& address, sharding::shard_id, sharding::shard_epoch,
-                       const std::string& entity_id, const void* message, const untyped_ref&)>;
+                       const std::string& entity_id, const void* message, const untyped_ref&,
+                       const sharding::origin_stamp&)>;
+
+/// This node's round for one shard (sharding::origin_stamp::round), read at each send.
+using round_counter = std::shared_ptr<const std::atomic<std::uint32_t>>;
 
 /// Makes the link (placement::link_to) by which senders send a shard's messages to the node
-/// listening at `address`, which owns the shard at the epoch. Throws when it cannot.
+/// listening at `address`, which owns the shard at the epoch; they carry this node's `run` and
+/// the round `round` holds when each is sent. Throws when it cannot.
 using remote_linker = std::function<std::shared_ptr<sharding::placement::remote_link>(
-    const std::string& address, sharding::shard_id, sharding::shard_epoch)>;
+    const std::string& address, sharding::shard_id, sharding::shard_epoch, std::int64_t run,
+    round_counter round)>;
 
 /// Sends a flush marker (placement::send_flush) for a shard to the node listening at `address`,
 /// on the path of the messages sent there; `reply_to` gets the answer (empty: this node's
@@ -144,8 +150,8 @@ class cluster_placement final : public sharding::placement,
   }
   /// Throws cluster_error(node_unreachable) when `home`'s node is no member any more.
   void send_remote(const sharding::placed_remote& home, sharding::shard_id shard,
-                   const std::string& entity_id, const void* message,
-                   const untyped_ref& sender) override;
+                   const std::string& entity_id, const void* message, const untyped_ref& sender,
+                   const sharding::origin_stamp& passed_on) override;
   /// Throws cluster_error(node_unreachable) when `home`'s node is no member any more.
   [[nodiscard]] std::shared_ptr<remote_link> link_to(const sharding::placed_remote& home,
                                                      sharding::shard_id shard) override;
@@ -179,6 +185,11 @@ class cluster_placement final : public sharding::placement,
   [[nodiscard]] bool meant_for_an_earlier_run(sharding::shard_epoch epoch) const noexcept {
     return epoch > 0 && epoch < options_.joined_at;
   }
+  /// Whether a message for `shard` with `stamp` comes too late: its node (this one or another)
+  /// gave up waiting for a flush of the shard after sending it, and newer messages of that node
+  /// went on without it (docs/cluster.md, "A flush that times out"). Remembers the newest round
+  /// seen of each other run.
+  [[nodiscard]] bool overtaken(sharding::shard_id shard, const sharding::origin_stamp& stamp);
   /// Hands the region a message another node sent here, taking it; false, leaving it, when no
   /// region listens (any more, or already more than a few before the region started: those
   /// wait for it).
@@ -300,6 +311,14 @@ class cluster_placement final : public sharding::placement,
   /// What arrived before the region started (the type's region key goes out first).
   std::vector<sharding::remote_arrival> early_arrivals_;
   std::map<std::uint64_t, own_flush> own_flushes_;  // by token
+  /// Per shard: how many of this node's flushes of it timed out (the round its messages carry),
+  /// shared with the links, which read it at each send. A round read at send time only grows,
+  /// so messages of one path carry non-decreasing rounds in the order they go out.
+  std::map<sharding::shard_id, std::shared_ptr<std::atomic<std::uint32_t>>> rounds_;
+  /// Per shard and other run: the newest round of that run's messages seen here (none: 0).
+  std::map<std::pair<sharding::shard_id, std::int64_t>, std::uint32_t> rounds_seen_;
+  /// This node's stamp for its own messages of `shard`.
+  [[nodiscard]] sharding::origin_stamp own_stamp_locked(sharding::shard_id shard) const;
 
   // Strand-only state.
   std::map<sharding::shard_id, time_point> requested_;  // last home request per homeless shard

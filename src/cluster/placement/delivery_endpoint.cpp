@@ -98,8 +98,17 @@ void delivery_endpoint::receive(sharded_delivery& d, const untyped_ref& sender,
            "sharded type '" + d.type + "': the delivery carries no message");
     return;
   }
+  const sharding::origin_stamp stamp{d.origin_run, d.origin_round};
+  if (placement->overtaken(d.shard, stamp)) {
+    refuse(std::move(in), make_error_code(troupe::errc::recipient_terminated),
+           "sharded type '" + d.type + "', shard " + std::to_string(d.shard) +
+               ": its node stopped waiting for a flush of the shard after sending it and has "
+               "sent newer messages since (delivered now, it would follow them)");
+    return;
+  }
   d.message->sender = sender.target_ptr();
   sharding::remote_arrival arrival;
+  arrival.stamp = stamp;
   arrival.shard = d.shard;
   arrival.epoch = d.epoch;
   arrival.entity_id = std::move(d.entity_id);
@@ -158,12 +167,14 @@ namespace {
 /// A delivery of `entity_id`'s message for `shard` at `epoch`, without the message yet.
 sharded_delivery addressed(const message_registry::entry& entry, const std::string& type,
                            sharding::shard_id shard, sharding::shard_epoch epoch,
-                           const std::string& entity_id) {
+                           const std::string& entity_id, const sharding::origin_stamp& stamp) {
   sharded_delivery d;
   d.type = type;
   d.shard = shard;
   d.epoch = epoch;
   d.entity_id = entity_id;
+  d.origin_run = stamp.run;
+  d.origin_round = stamp.round;
   d.entry = &entry;
   return d;
 }
@@ -172,8 +183,9 @@ sharded_delivery addressed(const message_registry::entry& entry, const std::stri
 /// endpoint.
 void deliver(const actor_ref<sharded_delivery>& to, const message_registry::entry& entry,
              const std::string& type, sharding::shard_id shard, sharding::shard_epoch epoch,
-             const std::string& entity_id, const void* message, const untyped_ref& sender) {
-  sharded_delivery d = addressed(entry, type, shard, epoch, entity_id);
+             const std::string& entity_id, const void* message, const untyped_ref& sender,
+             const sharding::origin_stamp& stamp) {
+  sharded_delivery d = addressed(entry, type, shard, epoch, entity_id, stamp);
   // Room for a typical message at once, not a reallocation at each doubling.
   d.encoded.reserve(64);
   persistence::byte_writer w(d.encoded);
@@ -186,18 +198,21 @@ class endpoint_link final : public sharding::placement::remote_link {
  public:
   endpoint_link(actor_ref<sharded_delivery> to, std::shared_ptr<const message_registry> registry,
                 const message_registry::entry& entry, std::string type, sharding::shard_id shard,
-                sharding::shard_epoch epoch)
+                sharding::shard_epoch epoch, std::int64_t run, round_counter round)
       : to_(std::move(to)),
         registry_(std::move(registry)),
         entry_(entry),
         type_(std::move(type)),
         shard_(shard),
-        epoch_(epoch) {}
+        epoch_(epoch),
+        run_(run),
+        round_(std::move(round)) {}
 
   void send(const std::string& entity_id, const void* message,
             std::unique_ptr<troupe::detail::envelope_base>& held) override {
     // The id first: it may be inside the envelope.
-    sharded_delivery d = addressed(entry_, type_, shard_, epoch_, entity_id);
+    sharded_delivery d = addressed(entry_, type_, shard_, epoch_, entity_id,
+                                   {run_, round_->load(std::memory_order_acquire)});
     const untyped_ref sender(held->sender);
     d.value = message;
     d.message = std::move(held);
@@ -216,6 +231,8 @@ class endpoint_link final : public sharding::placement::remote_link {
   std::string type_;
   sharding::shard_id shard_;
   sharding::shard_epoch epoch_;
+  std::int64_t run_;
+  round_counter round_;
 };
 
 }  // namespace
@@ -226,19 +243,22 @@ remote_delivery deliver_over(std::shared_ptr<endpoint_refs> refs,
   return [refs = std::move(refs), registry = std::move(registry), entry = &entry,
           type = std::move(type)](const std::string& address, sharding::shard_id shard,
                                   sharding::shard_epoch epoch, const std::string& entity_id,
-                                  const void* message, const untyped_ref& sender) {
-    deliver(refs->at(address), *entry, type, shard, epoch, entity_id, message, sender);
+                                  const void* message, const untyped_ref& sender,
+                                  const sharding::origin_stamp& stamp) {
+    deliver(refs->at(address), *entry, type, shard, epoch, entity_id, message, sender, stamp);
   };
 }
 
 remote_linker link_over(std::shared_ptr<endpoint_refs> refs,
                         std::shared_ptr<const message_registry> registry,
                         const message_registry::entry& entry, std::string type) {
-  return [refs = std::move(refs), registry = std::move(registry), entry = &entry,
-          type = std::move(type)](const std::string& address, sharding::shard_id shard,
-                                  sharding::shard_epoch epoch) {
-    return std::make_shared<endpoint_link>(refs->at(address), registry, *entry, type, shard, epoch);
-  };
+  return
+      [refs = std::move(refs), registry = std::move(registry), entry = &entry,
+       type = std::move(type)](const std::string& address, sharding::shard_id shard,
+                               sharding::shard_epoch epoch, std::int64_t run, round_counter round) {
+        return std::make_shared<endpoint_link>(refs->at(address), registry, *entry, type, shard,
+                                               epoch, run, std::move(round));
+      };
 }
 
 flush_delivery flush_over(std::shared_ptr<endpoint_refs> refs, std::string type,

@@ -21,6 +21,8 @@ void write_sharded_delivery(byte_writer& w, const sharded_delivery& d) {
     if (!d.flushed) codec<std::string>::encode(w, d.origin);
     return;
   }
+  codec<std::int64_t>::encode(w, d.origin_run);
+  w.write_varint(d.origin_round);
   if (d.entry == nullptr || (d.value == nullptr && d.encoded.empty())) {
     throw cluster_error(errc::decode_error,
                         "a sharded delivery of type '" + d.type + "' carries no message");
@@ -48,6 +50,10 @@ sharded_delivery read_sharded_delivery(byte_reader& r) {
     if (!d.flushed) d.origin = codec<std::string>::decode(r);
     return d;
   }
+  d.origin_run = codec<std::int64_t>::decode(r);
+  const auto round = r.read_varint();
+  if (round > std::numeric_limits<std::uint32_t>::max()) r.fail("origin round out of range");
+  d.origin_round = static_cast<std::uint32_t>(round);
   const auto name = r.read_raw(r.read_count());
   const std::string_view type_name(reinterpret_cast<const char*>(name.data()), name.size());
   const auto version = r.read_varint();

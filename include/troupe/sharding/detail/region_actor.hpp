@@ -61,6 +61,7 @@ struct arrived {
   std::string entity_id;
   M message;
   bool counted = false;
+  origin_stamp stamp;  // where it first left its sender's node
 };
 
 /// A flush marker another node's region sent here behind its messages for a shard
@@ -139,6 +140,7 @@ class region_actor final : public actor<region_message<M>> {
     std::uint64_t flush_token = 0;
     untyped_ref reply_to;
     std::string origin;  // a marker's: the node whose marker it is
+    origin_stamp stamp;  // a message from another node: where it first left its sender's node
   };
   struct shard_entry {
     // The route's shard and setup fields are the running shard actor's: only this region
@@ -284,7 +286,7 @@ class region_actor final : public actor<region_message<M>> {
       if (route != nullptr && deliver_arrival(*route, a, in)) return;
       auto* e = new troupe::detail::envelope<region_message<M>>(
           std::in_place_type<arrived<M>>,
-          arrived<M>{a.shard, a.epoch, std::move(a.entity_id), std::move(message), false});
+          arrived<M>{a.shard, a.epoch, std::move(a.entity_id), std::move(message), false, a.stamp});
       e->sender = std::move(in->sender);
       if (route != nullptr) {
         // Counted under the lock that opens the route: no later arrival for the shard goes
@@ -518,13 +520,15 @@ class region_actor final : public actor<region_message<M>> {
         passivate(victim, passivation_cause::max_entities);
       }
     }
-    route_to(shard, a.entity_id, a.message, a.epoch);
+    route_to(shard, a.entity_id, a.message, a.epoch, a.stamp);
   }
 
   /// Delivers `message` (in the envelope being handled) to entity `id` of `shard` where the
   /// shard lives, or keeps it waiting. `sent_at_epoch` > 0: another node sent it here at that
-  /// epoch, and it goes on only to a newer remote home (epochs only grow, so it never circles).
-  void route_to(shard_id shard, std::string& id, M& message, shard_epoch sent_at_epoch) {
+  /// epoch, and it goes on only to a newer remote home (epochs only grow, so it never circles),
+  /// with its `stamp`.
+  void route_to(shard_id shard, std::string& id, M& message, shard_epoch sent_at_epoch,
+                const origin_stamp& stamp = {}) {
     // A node that fenced itself delivers nothing, and the other nodes refuse its ended run.
     // Past the lease's deadline already (a node resumed after a pause, before its fence is
     // noticed): the shard may run elsewhere and its senders count what they sent here as lost,
@@ -554,8 +558,8 @@ class region_actor final : public actor<region_message<M>> {
         if (const auto* remote = std::get_if<placed_remote>(&home);
             remote != nullptr && remote->epoch > sent_at_epoch && setup_->homes->routes_remote()) {
           if (entry.buffer.empty()) {
-            if (auto failure =
-                    send_remote(*remote, shard, entry, id, message, this->context().sender())) {
+            if (auto failure = send_remote(*remote, shard, entry, id, message,
+                                           this->context().sender(), stamp)) {
               reject(message, std::move(failure->why), failure->code);
             }
             return;
@@ -578,10 +582,10 @@ class region_actor final : public actor<region_message<M>> {
     // The message waits in its own envelope, with its sender: nothing moves.
     auto& line = entry.flushing != 0 && sent_at_epoch == 0 ? entry.during_flush : entry.buffer;
     if (sent_at_epoch > 0 && planted::bounced_out_of_order.load(std::memory_order_relaxed)) {
-      line.push_front({std::move(id), nullptr, &message, sent_at_epoch, 0, {}, {}});
+      line.push_front({std::move(id), nullptr, &message, sent_at_epoch, 0, {}, {}, stamp});
       line.front().envelope.reset(this->context().cell().release_current());
     } else {
-      line.push_back({std::move(id), nullptr, &message, sent_at_epoch, 0, {}, {}});
+      line.push_back({std::move(id), nullptr, &message, sent_at_epoch, 0, {}, {}, stamp});
       line.back().envelope.reset(this->context().cell().release_current());
     }
     ++buffered_;
@@ -592,9 +596,10 @@ class region_actor final : public actor<region_message<M>> {
   /// (the placement's, such as a node that left, when its exception carries one).
   std::optional<send_failure> send_remote(const placed_remote& home, shard_id shard,
                                           shard_entry& entry, const std::string& id,
-                                          const M& message, const untyped_ref& sender) {
+                                          const M& message, const untyped_ref& sender,
+                                          const origin_stamp& stamp) {
     try {
-      setup_->homes->send_remote(home, shard, id, &message, sender);
+      setup_->homes->send_remote(home, shard, id, &message, sender, stamp);
       entry.sent_to = home;
       return std::nullopt;
     } catch (...) {
@@ -678,7 +683,7 @@ class region_actor final : public actor<region_message<M>> {
       M* message = nullptr;
       try {
         message = message_of(*owned, id);
-        entry.buffer.push_back({std::move(id), std::move(owned), message, 0, 0, {}, {}});
+        entry.buffer.push_back({std::move(id), std::move(owned), message, 0, 0, {}, {}, {}});
         ++buffered_;
       } catch (...) {
         dead_letter_from(
@@ -724,7 +729,7 @@ class region_actor final : public actor<region_message<M>> {
       }
     }
     entry.buffer.push_back(
-        {std::string(), nullptr, nullptr, f.epoch, f.token, f.reply_to, std::move(f.origin)});
+        {std::string(), nullptr, nullptr, f.epoch, f.token, f.reply_to, std::move(f.origin), {}});
     ++buffered_;
     yield_if_flushes_wait_for_each_other(f.shard, entry);
   }
@@ -892,7 +897,7 @@ class region_actor final : public actor<region_message<M>> {
       auto failure = p.entity_id.empty()
                          ? send_failure{make_error_code(errc::invalid_entity_id), "empty entity id"}
                          : send_remote(home, shard, entry, p.entity_id, *p.message,
-                                       untyped_ref(p.envelope->sender));
+                                       untyped_ref(p.envelope->sender), p.stamp);
       if (!failure) continue;
       dead_letter_in_place(this->context().system().dead_letters(), std::move(p.envelope),
                            *p.message, this->context().path(), failure->code,
