@@ -6,6 +6,8 @@
 #      install_consumer (label packaging)
 #   3. tsan preset (-O1 -g, TSan, -Werror): configure, build only the test binaries labelled
 #      concurrency (target troupe_concurrency_tests), `ctest --preset tsan` (label concurrency)
+#   4. release preset: build troupe_simulate only and run the whole-node simulator over seeds
+#      1-1,000 with faults, with faults and moves, and with moves alone
 # Before the ctest runs, a throwaway PostgreSQL cluster starts (scripts/postgres.sh) for the
 # PostgreSQL plugin's tests, which find it through TROUPE_PG_URL, and a throwaway etcd
 # (scripts/etcd.sh) for the cluster's etcd tests, which find it through TROUPE_ETCD_ENDPOINTS;
@@ -130,6 +132,30 @@ fi
 if step "tsan: configure" cmake --preset tsan; then
   if step "tsan: build" cmake --build --preset tsan -j "$jobs"; then
     step "tsan: ctest" ctest --preset tsan -j "$jobs" --output-junit "$junit_tsan" || true
+  fi
+fi
+
+# -- release: the whole-node simulator over seeds 1-1,000 in each mode ------------
+# (docs/simulation.md). Release, so that 3,000 runs of whole clusters take about a minute and a
+# half of the two cores; every checker is on in every build. Each failing seed prints the
+# command that replays it.
+whole_node_campaign() {
+  local sim=build/release/tests/cluster/troupe_simulate rc=0 mode from pid
+  local per=$(((1000 + jobs - 1) / jobs))
+  for mode in "" "--moves" "--moves --no-faults"; do
+    local pids=()
+    for ((from = 1; from <= 1000; from += per)); do
+      # shellcheck disable=SC2086 # mode is zero or more flags
+      "$sim" --whole-nodes $mode --from "$from" --seeds "$((from + per > 1001 ? 1001 - from : per))" &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+  done
+  return $rc
+}
+if step "release: configure" cmake --preset release; then
+  if step "release: build troupe_simulate" cmake --build build/release -j "$jobs" --target troupe_simulate; then
+    step "release: whole-node seeds 1-1,000, three modes" whole_node_campaign || true
   fi
 fi
 
