@@ -384,6 +384,38 @@ TEST_F(faults, the_first_ask_to_a_node_that_left_and_came_back_is_answered) {
   }
 }
 
+// A ref of a node's new run can reach c first inside a message a third node passed on; when c
+// then meets that run in a handshake, the ref lives on: only the old run's refs end. (Whole-node
+// seed 4971 without faults: a node that came back flushed a shard through another node, and the
+// answer, bound to its new run, went to dead letters as "the remote actor has stopped or its
+// node restarted"; its asks timed out behind the flush.)
+TEST_F(faults, a_new_runs_ref_that_arrived_before_its_handshake_lives_on) {
+  node c(net, registry(), quick(), "c");
+  c.remote->expose(c.system.spawn<answerer>("answerer"));
+  c.remote->expose(c.system.spawn<late_replier>("holder"));
+  node b(net, registry(), quick(), "b");
+  b.remote->expose(
+      b.system.spawn<passer_on>("passer", b.remote->ref_to<item>(c.address(), "/user/holder")));
+  auto a = std::make_unique<node>(net, registry(), quick(), "a");
+  const auto address = a->address();
+  auto met = a->remote->ref_to<item>(c.address(), "/user/answerer")
+                 .ask<item>(item{0, ""}, 30s, troupe::use_future);
+  ASSERT_EQ(met.wait_for(troupe::testkit::dilated(5s)), std::future_status::ready);
+  a.reset();
+  a = std::make_unique<node>(net, registry(), quick().with_bind(address), "a2");
+  test_probe<item> got(a->system, "got");
+  auto items = a->system.spawn<item_actor>("items", got.ref());
+  a->remote->expose(items);
+  // Through b first: c holds a ref of the new run before that run has connected to c.
+  const auto received = c.remote->stats().messages_received;
+  a->remote->ref_to<item>(b.address(), "/user/passer").tell(item{1, ""}, items);
+  await_condition([&] { return c.remote->stats().messages_received > received; }, 5s);
+  // Then straight to c: the new run's handshake, and the holder answers both.
+  a->remote->ref_to<item>(c.address(), "/user/holder").tell(item{2, ""}, items);
+  EXPECT_EQ(got.expect_message(5s).n, 1U) << "the answer to the passed-on ref was dropped";
+  EXPECT_EQ(got.expect_message(5s).n, 2U);
+}
+
 TEST_F(faults, an_oversized_frame_closes_that_connection_only) {
   node a(net, registry(), quick().with_max_frame_size(1024), "a");
   node b(net, registry(), quick(), "b");

@@ -557,8 +557,12 @@ void peer::observed(const node_id& id) {
                                    std::to_string(before) + " -> " +
                                    std::to_string(id.incarnation) + ")");
     asks_ = std::move(for_this_run);
-    for (auto& [id2, t] : targets_) t->mark_terminated();
-    targets_.clear();
+    // Refs of the new run may have come first, inside messages other nodes passed on: they live.
+    std::erase_if(targets_, [&](auto& entry) {
+      if (entry.second->incarnation() == id.incarnation) return false;
+      entry.second->mark_terminated();
+      return true;
+    });
   }
 }
 

@@ -108,8 +108,13 @@ void peer::left(const std::string& reason, bool graceful) {
   // A node that left gracefully handled or passed on all it was sent: the replies to those
   // asks may still come, from the shards' new owners.
   lost(errc::node_left, reason, false, graceful);
-  for (auto& [id, t] : targets_) t->mark_terminated();
-  targets_.clear();
+  // The run that left ends; a newer run's refs that came first (passed on by another node)
+  // live. Before any handshake the run is unknown: every ref ends.
+  std::erase_if(targets_, [&](auto& entry) {
+    if (left_run_ != 0 && entry.second->incarnation() != left_run_) return false;
+    entry.second->mark_terminated();
+    return true;
+  });
 }
 
 void peer::rejoined() {
