@@ -261,7 +261,17 @@ sharding::origin_stamp cluster_placement::own_stamp_locked(shard_id shard) const
           it == rounds_.end() ? 0U : it->second->load(std::memory_order_acquire)};
 }
 
+const std::shared_ptr<std::atomic<std::uint32_t>>& cluster_placement::round_locked(
+    shard_id shard) {
+  auto& slot = rounds_[shard];
+  if (!slot) slot = std::make_shared<std::atomic<std::uint32_t>>(0);
+  return slot;
+}
+
 bool cluster_placement::overtaken(shard_id shard, const sharding::origin_stamp& stamp) {
+  // Round 0 while no round above it exists here (no flush of this node timed out, none seen
+  // from another run): nothing to check, and no lock on the receiving path.
+  if (stamp.round == 0 && !any_round_.load(std::memory_order_acquire)) return false;
   std::lock_guard lock(mutex_);
   if (stamp.run == options_.self.incarnation) return stamp.round < own_stamp_locked(shard).round;
   if (stamp.round == 0) {
@@ -273,6 +283,7 @@ bool cluster_placement::overtaken(shard_id shard, const sharding::origin_stamp& 
   constexpr std::size_t most_remembered = 4096;
   if (rounds_seen_.size() >= most_remembered) rounds_seen_.clear();
   auto& seen = rounds_seen_[{shard, stamp.run}];
+  any_round_.store(true, std::memory_order_release);
   if (stamp.round < seen) return true;
   seen = stamp.round;
   return false;
@@ -288,9 +299,7 @@ std::shared_ptr<sharding::placement::remote_link> cluster_placement::link_to(
   std::shared_ptr<std::atomic<std::uint32_t>> round;
   {
     std::lock_guard lock(mutex_);
-    auto& slot = rounds_[shard];
-    if (!slot) slot = std::make_shared<std::atomic<std::uint32_t>>(0);
-    round = slot;
+    round = round_locked(shard);
   }
   return options_.link(*address, shard, home.epoch, options_.self.incarnation, std::move(round));
 }
@@ -749,9 +758,8 @@ void cluster_placement::tick() {
           // Messages this node sent before the flush may still be on their way (held by a node
           // that cannot pass them on yet): newer ones go out in the next round, and a node that
           // sees one of them refuses the older round from then on.
-          auto& round = self->rounds_[f.shard];
-          if (!round) round = std::make_shared<std::atomic<std::uint32_t>>(0);
-          round->fetch_add(1, std::memory_order_acq_rel);
+          self->round_locked(f.shard)->fetch_add(1, std::memory_order_acq_rel);
+          self->any_round_.store(true, std::memory_order_release);
           troupe::logger()->warn(
               "placement {}: no answer from node {} to flush {} of shard {}; sending on",
               self->options_.type, f.node, token, f.shard);

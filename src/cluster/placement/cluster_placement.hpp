@@ -317,6 +317,10 @@ class cluster_placement final : public sharding::placement,
   std::map<sharding::shard_id, std::shared_ptr<std::atomic<std::uint32_t>>> rounds_;
   /// Per shard and other run: the newest round of that run's messages seen here (none: 0).
   std::map<std::pair<sharding::shard_id, std::int64_t>, std::uint32_t> rounds_seen_;
+  /// Some round above 0 exists here (own or seen): only then can a round-0 message be late.
+  std::atomic<bool> any_round_{false};
+  /// The shard's round counter, made on first use.
+  const std::shared_ptr<std::atomic<std::uint32_t>>& round_locked(sharding::shard_id shard);
   /// This node's stamp for its own messages of `shard`.
   [[nodiscard]] sharding::origin_stamp own_stamp_locked(sharding::shard_id shard) const;
 
