@@ -261,8 +261,7 @@ sharding::origin_stamp cluster_placement::own_stamp_locked(shard_id shard) const
           it == rounds_.end() ? 0U : it->second->load(std::memory_order_acquire)};
 }
 
-const std::shared_ptr<std::atomic<std::uint32_t>>& cluster_placement::round_locked(
-    shard_id shard) {
+const std::shared_ptr<std::atomic<std::uint32_t>>& cluster_placement::round_locked(shard_id shard) {
   auto& slot = rounds_[shard];
   if (!slot) slot = std::make_shared<std::atomic<std::uint32_t>>(0);
   return slot;
