@@ -205,6 +205,16 @@ void inbound::undecodable(const message_reader::header& h,
                                make_error_code(errc::decode_error), reason);
 }
 
+void inbound::close_out_of_step(const std::string& why) {
+  core_.counters.frames_refused.fetch_add(1, std::memory_order_relaxed);
+  troupe::logger()->warn(
+      "remote: closing the connection from {}: {} (a write was lost; it connects again with "
+      "fresh slot tables)",
+      to_string(from_), why);
+  closing_ = true;
+  close();
+}
+
 void inbound::on_message(byte_reader& r) {
   core_.counters.received.fetch_add(1, std::memory_order_relaxed);
   message_reader::header h;
@@ -231,6 +241,7 @@ void inbound::on_message(byte_reader& r) {
     e = entry->decode(h.payload);
   } catch (const std::exception& ex) {
     undecodable(h, sender, ex.what());
+    if (reader_.out_of_step()) close_out_of_step(ex.what());
     return;
   } catch (...) {
     // A user codec may throw anything; the I/O thread must survive it.

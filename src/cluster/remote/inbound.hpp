@@ -41,6 +41,9 @@ class inbound : public std::enable_shared_from_this<inbound> {
   /// A message that did not decode goes to dead letters, as an undecodable_message.
   void undecodable(const message_reader::header& h, const intrusive_ptr<actor_target>& sender,
                    const std::string& why);
+  /// The stream's slot tables fell out of step (message_reader::out_of_step): closes it, so the
+  /// peer connects again and both ends start with empty tables.
+  void close_out_of_step(const std::string& why);
 
   node_core& core_;
   std::shared_ptr<stream> stream_;

@@ -11,11 +11,11 @@ void message_reader::read(byte_reader& r, header& h) {
   } else {
     const auto slot = v >> 1U;
     if ((v & 1U) != 0) {
-      if (slot != recipients_.size() + 1) r.fail("recipient slot out of order");
+      if (slot != recipients_.size() + 1) out_of_step(r, "recipient slot out of order");
       if (slot > max_slots) r.fail("more than " + std::to_string(max_slots) + " recipient slots");
       recipients_.push_back(read_spec(r));
     } else if (slot == 0 || slot > recipients_.size()) {
-      r.fail("unknown recipient slot");
+      out_of_step(r, "unknown recipient slot");
     }
     h.recipient_slot = static_cast<std::size_t>(slot);
   }
@@ -24,7 +24,7 @@ void message_reader::read(byte_reader& r, header& h) {
   const auto m = r.read_varint();
   const auto mslot = m >> 1U;
   if ((m & 1U) != 0) {
-    if (mslot != manifests_.size() + 1) r.fail("manifest slot out of order");
+    if (mslot != manifests_.size() + 1) out_of_step(r, "manifest slot out of order");
     if (mslot > max_slots) r.fail("more than " + std::to_string(max_slots) + " manifest slots");
     manifest_name name;
     name.type_name = read_string(r);
@@ -33,7 +33,7 @@ void message_reader::read(byte_reader& r, header& h) {
     name.version = static_cast<std::uint32_t>(version);
     manifests_.push_back(std::move(name));
   } else if (mslot == 0 || mslot > manifests_.size()) {
-    r.fail("unknown manifest slot");
+    out_of_step(r, "unknown manifest slot");
   }
   h.manifest_slot = static_cast<std::size_t>(mslot);
 
@@ -44,6 +44,11 @@ void message_reader::read(byte_reader& r, header& h) {
     r.fail("bad sender flag");
   }
   h.payload = r.read_raw(r.remaining());
+}
+
+void message_reader::out_of_step(const byte_reader& r, const std::string& why) {
+  out_of_step_ = true;
+  r.fail(why);
 }
 
 std::string message_reader::describe(const recipient_spec& spec) {

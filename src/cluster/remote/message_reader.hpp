@@ -45,6 +45,11 @@ class message_reader {
   /// the parts read before.
   void read(persistence::byte_reader& r, header& h);
 
+  /// Whether a frame named a slot these tables cannot match (one never defined, or a
+  /// definition out of order): a write of the stream was lost, and no later frame that uses
+  /// slots can be read right. TCP loses none inside a live stream; a peer that does is closed.
+  [[nodiscard]] bool out_of_step() const noexcept { return out_of_step_; }
+
   /// Slots defined so far; slots are numbered from 1.
   [[nodiscard]] std::size_t recipients() const noexcept { return recipients_.size(); }
   [[nodiscard]] std::size_t manifests() const noexcept { return manifests_.size(); }
@@ -62,6 +67,9 @@ class message_reader {
   [[nodiscard]] std::string describe_recipient(const header& h) const;
 
  private:
+  [[noreturn]] void out_of_step(const persistence::byte_reader& r, const std::string& why);
+
+  bool out_of_step_ = false;
   std::vector<recipient_spec> recipients_;
   std::vector<manifest_name> manifests_;
 };
