@@ -9,7 +9,8 @@
 #   scripts/simulate.sh --whole-nodes --moves --seeds 1000
 # --plant-no-self-fence and --plant-skip-shard-fence plant the bugs the control plane's checkers
 # must find; with --whole-nodes, --plant-skip-flush and --plant-bounced-out-of-order those of the
-# order checker (with --moves), and --no-faults leaves only graceful moves (nothing may be lost).
+# order checker (with --moves), --no-faults leaves only graceful moves (nothing may be lost), and
+# --asks-only replays the world before its plain entity's tells (seeds found before them).
 #   TROUPE_JOBS   parallel build jobs (default: nproc)
 set -euo pipefail
 

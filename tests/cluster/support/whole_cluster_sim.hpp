@@ -2,16 +2,19 @@
 // Whole cluster nodes on one thread and one manual clock: each node is a real actor system with
 // its remoting, cluster_node (lease keeper, coordinator runner, placement) and the "tally"
 // persistent entity in a real region, over the memory network, the in-process etcd model and
-// one memory journal. simulate(seed) runs one seed: the seed decides the number of nodes (3 to
-// 7), the load (asks from every node to hot and cold ids) and the faults (rebalances, partitions
+// one memory journal, and with `tells` the plain entity "tape" (tape_entity.hpp) in a second
+// region. simulate(seed) runs one seed: the seed decides the number of nodes (3 to 7), the load
+// (asks to tally and tells to tape from every node, to hot and cold ids or uniformly over the
+// ids) and the faults (rebalances, partitions
 // between nodes both ways or one way, link delays, cuts from etcd, pauses, graceful leaves,
 // crashes and restarts as new incarnations, refused, answer-lost and slow store writes; with
 // moves_often, shards moving all the time over uneven links), and the run's outcome lists every
 // problem its checkers found: a stale activation (tally_world's checker), an unsound journal, an
 // acknowledged add that is gone, an answer that does not hold its add, a sender's adds out of
 // order, an add lost silently (no dead letter, no cause told to its asker, no fault to blame,
-// not applied late; any add lost when no fault ran), the cluster not serving once the faults
-// stop. TROUPE_SIM_VERBOSE=1 prints the world's story
+// not applied late; any add lost when no fault ran), a note heard twice or out of its sender's
+// order, a note lost silently (no dead letter, no fault to blame; any note lost when no fault
+// ran), the cluster not serving once the faults stop. TROUPE_SIM_VERBOSE=1 prints the world's story
 // (faults with their simulated time and the activity log's position). Used by
 // simulated_cluster_test.cpp and by troupe_simulate --whole-nodes.
 
@@ -22,6 +25,7 @@
 #include "manual_time.hpp"
 #include "pausable_clock.hpp"
 #include "tally_world.hpp"
+#include "tape_entity.hpp"
 #include "trace_hash.hpp"
 
 #include <cstdio>
@@ -44,7 +48,8 @@ struct sim_options {
   /// With the faults, also one-way partitions and store write faults (false replays a seed
   /// found before they existed, with nodes = 3).
   bool one_way_and_store_faults = true;
-  /// The tally acknowledges its 30th add without persisting it (the loss checker's own test).
+  /// The tally acknowledges its 30th add without persisting it, and the tape forgets its 30th
+  /// note (the loss checkers' own tests).
   bool planted_loss = false;
   /// Shards move gracefully all the time (the churn strategy below, a rebalance asked for
   /// every 100 ms) while each direction of each link has its own delay of up to 30 ms: a
@@ -56,23 +61,32 @@ struct sim_options {
   /// Bugs planted in the region on purpose (planted_bugs.hpp), for the order checker's tests.
   bool plant_skip_flush = false;
   bool plant_bounced_out_of_order = false;
+  /// Half the load is tells to the plain entity "tape", and the seed chooses hot ids or a
+  /// uniform spread (false replays a seed found before tape existed: asks only, hot ids).
+  bool tells = true;
 };
 
-/// Every add that became a dead letter on any node, with the reason it gave.
+/// Every add (or note) that became a dead letter on any node, with the reason it gave.
 using dead_adds = std::map<std::tuple<std::string, int, int>, std::string>;
 
-/// Writes down each dead letter that is an add.
+/// Writes down each dead letter that is an add or a note.
 class dead_letter_recorder final : public actor<dead_letter> {
  public:
-  explicit dead_letter_recorder(std::shared_ptr<dead_adds> into) : into_(std::move(into)) {}
+  dead_letter_recorder(std::shared_ptr<dead_adds> adds, std::shared_ptr<dead_adds> notes)
+      : adds_(std::move(adds)), notes_(std::move(notes)) {}
 
  private:
   void receive(dead_letter& d) override {
     const auto* c = d.message_as<tally_command>();
     const auto* a = c != nullptr ? std::get_if<add>(c) : nullptr;
-    if (a != nullptr) (*into_)[{a->id, a->sender, a->n}] = d.reason;
+    if (a != nullptr) (*adds_)[{a->id, a->sender, a->n}] = d.reason;
+    if (const auto* t = d.message_as<tape_command>()) {
+      const note& n = std::get<note>(*t);
+      (*notes_)[{n.id, n.sender, n.n}] = d.reason;
+    }
   }
-  std::shared_ptr<dead_adds> into_;
+  std::shared_ptr<dead_adds> adds_;
+  std::shared_ptr<dead_adds> notes_;
 };
 
 /// A strategy that moves two shards every round (when none is moving, and while `on` holds)
@@ -141,6 +155,8 @@ struct sim_world {
   std::shared_ptr<activity> log = std::make_shared<activity>();
   std::shared_ptr<bool> churning = std::make_shared<bool>(true);
   std::shared_ptr<dead_adds> dead = std::make_shared<dead_adds>();
+  std::shared_ptr<dead_adds> dead_notes = std::make_shared<dead_adds>();
+  std::shared_ptr<heard_notes> heard = std::make_shared<heard_notes>();
   /// Store write faults, while the run's faults last: each append of every node is refused
   /// (1 %), loses its answer after it is stored (1 %) or is slow (4 %, 50 ms to 1.5 s), as a
   /// seeded generator of its own decides, in the order the appends arrive.
@@ -188,7 +204,7 @@ struct sim_member {
             system_config{}.with_name(name_of(index)).with_manual_scheduling().with_clock(clock)) {
     remote = std::make_unique<remote_node>(
         system, remote_options{}
-                    .with_registry(registry())
+                    .with_registry(sim_registry())
                     .with_transport([net = w.net](boost::asio::any_io_executor ex) {
                       return net->make_transport(std::move(ex));
                     })
@@ -198,7 +214,7 @@ struct sim_member {
                     .with_system_io()
                     .with_incarnation(static_cast<std::uint64_t>(index * 1000 + incarnation)));
     system.dead_letters().subscribe(
-        system.spawn<dead_letter_recorder>(spawn_options{"dead-adds"}, w.dead));
+        system.spawn<dead_letter_recorder>(spawn_options{"dead-adds"}, w.dead, w.dead_notes));
     auto& persistence = tp::get(system);
     persistence.codecs().add<added>("test.faults.added").add<tallied>("test.faults.tallied");
     persistence.set_default_plugin(tp::make_memory_plugin(
@@ -229,6 +245,7 @@ struct sim_member {
     // letters the checker sees, as the process's dead-letter log would show them.
     if (region && !crashed) {
       system.stop(region);
+      if (tape_region) system.stop(tape_region);
       system.run_until_idle();
     }
     cluster.reset();
@@ -241,8 +258,10 @@ struct sim_member {
   sim_member(const sim_member&) = delete;
   sim_member& operator=(const sim_member&) = delete;
 
-  /// Starts "tally" once the node has joined; true once it has.
-  bool start_when_joined(const std::shared_ptr<activity>& log, bool planted_loss) {
+  /// Starts "tally" (and "tape" when `heard` is given) once the node has joined; true once it
+  /// has.
+  bool start_when_joined(const std::shared_ptr<activity>& log, bool planted_loss,
+                         const std::shared_ptr<heard_notes>& heard) {
     if (region) return true;
     if (cluster->joined().wait_for(0s) != std::future_status::ready) return false;
     region = cluster_sharding::get(system).start(
@@ -253,7 +272,20 @@ struct sim_member {
             })
             .with_num_shards(16)
             .with_entity<tally>(label, log, planted_loss));
+    if (heard) {
+      tape_region = cluster_sharding::get(system).start(
+          sharding_options<tape_command>::create()
+              .with_type_name("tape")
+              .with_extract_entity_id([](const tape_command& c) { return std::get<note>(c).id; })
+              .with_num_shards(16)
+              .with_entity<tape>(label, log, heard, planted_loss));
+    }
     return true;
+  }
+  static std::shared_ptr<message_registry> sim_registry() {
+    auto r = registry();
+    r->add<tape_command>("test.sim.tape_command");
+    return r;
   }
 
   /// Runs what the node has ready (none while paused); how many handlers and turns ran.
@@ -276,6 +308,7 @@ struct sim_member {
   std::shared_ptr<consensus_store> store;
   std::shared_ptr<cluster_node> cluster;
   troupe::actor_ref<tally_command> region;
+  troupe::actor_ref<tape_command> tape_region;
 };
 
 struct outcome {
@@ -284,6 +317,8 @@ struct outcome {
   std::uint64_t trace_hash = 0;
   std::size_t asked = 0;
   std::size_t acknowledged = 0;
+  std::size_t told = 0;
+  std::size_t heard = 0;
   int crashes = 0;
   int rebalances = 0;
   int partitions = 0;
@@ -303,6 +338,8 @@ struct outcome {
   outcome& operator+=(const outcome& o) {
     asked += o.asked;
     acknowledged += o.acknowledged;
+    told += o.told;
+    heard += o.heard;
     crashes += o.crashes;
     rebalances += o.rebalances;
     partitions += o.partitions;
@@ -323,8 +360,9 @@ struct outcome {
   [[nodiscard]] std::string counts() const {
     return std::to_string(asked) + " asked, " + std::to_string(acknowledged) + " acknowledged, " +
            std::to_string(timed_out) + " timed out, " + std::to_string(dead_letters) +
-           " dead letters; " + std::to_string(activations) + " activations, " +
-           std::to_string(crashes) + " crashes, " + std::to_string(rebalances) + " rebalances, " +
+           " dead letters; " + std::to_string(told) + " told, " + std::to_string(heard) +
+           " heard; " + std::to_string(activations) + " activations, " + std::to_string(crashes) +
+           " crashes, " + std::to_string(rebalances) + " rebalances, " +
            std::to_string(partitions) + " partitions (" + std::to_string(one_way_partitions) +
            " one-way), " + std::to_string(etcd_cuts) + " cuts from etcd, " +
            std::to_string(pauses) + " pauses, " + std::to_string(leaves) + " graceful leaves, " +
@@ -342,6 +380,13 @@ struct ask_in_flight {
   time_point sent_at;
 };
 
+struct told_note {
+  std::string id;
+  int sender;
+  int n;
+  time_point sent_at;
+};
+
 inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
   outcome out;
   std::optional<planted_switch> skip_flush;
@@ -356,6 +401,8 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
   const std::vector<std::string> ids = {"a", "b", "c", "d", "e", "f", "g", "h"};
   sim_world w(seed);
   const int node_count = opt.nodes > 0 ? opt.nodes : 3 + static_cast<int>(rng() % 5);
+  // With tells the seed also chooses the keys: hot ids (half the load on two ids) or uniform.
+  const bool uniform = opt.tells && rng() % 2 == 0;
   if (opt.faults && opt.one_way_and_store_faults) {
     w.store = std::make_shared<sim_world::store_faults>(seed);
   }
@@ -366,7 +413,7 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
                std::chrono::duration_cast<std::chrono::milliseconds>(t - began).count()) +
            " ms";
   };
-  auto note = [&](const std::string& what) {  // TROUPE_SIM_VERBOSE: the world's own story
+  auto story = [&](const std::string& what) {  // TROUPE_SIM_VERBOSE: the world's own story
     if (!verbose) return;
     std::size_t events = 0;
     {
@@ -380,6 +427,9 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
   // (id, sender, n) -> the run of the sender's node that sent it: order holds per sender, and a
   // node's new run is another sender (a crashed run's add may arrive after the new run's).
   std::map<std::tuple<std::string, int, int>, int> run_of;
+  std::vector<told_note> notes;  // every note told, in the order told
+  std::map<std::pair<int, std::string>, int> next_note;
+  std::map<std::tuple<std::string, int, int>, int> note_run_of;
   // When the first fault that can lose a message without a trace came (bytes on a cut link, a
   // crashed node's mailboxes): an ask whose deadline came before it must end with an answer or
   // a dead letter that says why.
@@ -415,7 +465,9 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
         }
       }
       for (auto& n : nodes) {
-        if (n && !n->paused) n->start_when_joined(w.log, opt.planted_loss);
+        if (n && !n->paused) {
+          n->start_when_joined(w.log, opt.planted_loss, opt.tells ? w.heard : nullptr);
+        }
       }
     };
     auto step = [&](duration d) { test_time::let_time_pass(*w.clock, d, run_all); };
@@ -437,17 +489,30 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
                       w.clock->now()});
       ++out.asked;
     };
+    // Node `from` tells tape `id` its next note.
+    auto tell_note = [&](int from, const std::string& id) {
+      const int n = ++next_note[{from, id}];
+      note_run_of[{id, from, n}] = incarnations[from];
+      nodes[from]->tape_region.tell(tape_command{note{id, from, n}});
+      notes.push_back({id, from, n, w.clock->now()});
+      ++out.told;
+    };
     auto ask_some = [&] {
       const int from = static_cast<int>(rng() % node_count);
       if (!nodes[from] || !nodes[from]->region || nodes[from]->paused || leaving[from]) return;
-      // Each node is one sender; half its adds go to two hot ids.
-      ask_add(from, ids[chance(0.5) ? rng() % 2 : rng() % ids.size()]);
+      // Each node is one sender; with hot ids, half its messages go to two of them.
+      const auto& id = ids[!uniform && chance(0.5) ? rng() % 2 : rng() % ids.size()];
+      if (opt.tells && chance(0.5)) {
+        tell_note(from, id);
+      } else {
+        ask_add(from, id);
+      }
     };
     std::vector<time_point> resume_at(node_count);
     // A paused node resumes: its time jumps first, and what it holds runs before any of its
     // timers (the fence's included) has fired; then its timers fire.
     auto resume = [&](int x) {
-      note("node " + std::to_string(x) + " resumes");
+      story("node " + std::to_string(x) + " resumes");
       auto& n = *nodes[x];
       n.clock->resume_time();
       n.paused = false;
@@ -466,7 +531,7 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
     };
     std::vector<std::optional<time_point>> rejoin_at(node_count);
     auto rejoin = [&](int x) {
-      note("node " + std::to_string(x) + " starts again");
+      story("node " + std::to_string(x) + " starts again");
       start(x);  // back as a new incarnation
       for (int y = 0; y < node_count; ++y) {
         if (y != x) w.net->heal(address_of(x), address_of(y));
@@ -477,7 +542,7 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
       if (!nodes[x] || !nodes[x]->region || nodes[x]->paused || leaving[x]) return;
       leaving[x].emplace();
       nodes[x]->cluster->leave([done = leaving[x]->done](std::error_code) { *done = true; });
-      note("node " + std::to_string(x) + " leaves");
+      story("node " + std::to_string(x) + " leaves");
       ++out.leaves;
     };
     auto asks_pending_from = [&](int x) {
@@ -492,10 +557,10 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
         if (leaving[x] && *leaving[x]->done) {
           if (!leaving[x]->ends_by) {
             leaving[x]->ends_by = now + 3s;
-            note("node " + std::to_string(x) + " has left");
+            story("node " + std::to_string(x) + " has left");
           }
           if (!asks_pending_from(x) || now >= *leaving[x]->ends_by) {
-            note("node " + std::to_string(x) + "'s process ends");
+            story("node " + std::to_string(x) + "'s process ends");
             nodes[x].reset();
             leaving[x].reset();
             rejoin_at[x] = now + std::chrono::milliseconds(500 + rng() % 2500);
@@ -531,7 +596,7 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
           const bool one_way = opt.one_way_and_store_faults && chance(0.5);
           w.net->partition(address_of(x), address_of(y),
                            one_way ? partition_direction::a_to_b : partition_direction::both);
-          note("partition " + std::to_string(x) + (one_way ? " -> " : " | ") + std::to_string(y));
+          story("partition " + std::to_string(x) + (one_way ? " -> " : " | ") + std::to_string(y));
           lossy();
           ++out.partitions;
           if (one_way) ++out.one_way_partitions;
@@ -546,7 +611,7 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
             } else {
               w.etcd.set_answers_lost(*nodes[x]->store, true);
             }
-            note("node " + std::to_string(x) + " cut from etcd");
+            story("node " + std::to_string(x) + " cut from etcd");
             lossy();
             ++out.etcd_cuts;
           }
@@ -563,7 +628,7 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
             nodes[x]->paused = true;
             w.log->record(activity::entry::pause, nodes[x]->label);
             resume_at[x] = w.clock->now() + std::chrono::milliseconds(300 + rng() % 3700);
-            note("node " + std::to_string(x) + " paused until " + at(resume_at[x]));
+            story("node " + std::to_string(x) + " paused until " + at(resume_at[x]));
             ++out.pauses;
           }
           break;
@@ -581,7 +646,7 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
             }
             nodes[x]->crashed = true;
             nodes[x].reset();
-            note("node " + std::to_string(x) + " crashed");
+            story("node " + std::to_string(x) + " crashed");
             lossy();
             ++out.crashes;
           }
@@ -628,14 +693,31 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
     step(15s);
     // Liveness: once quiet, every node's adds to every id are acknowledged.
     const std::size_t tail_from = asks.size();
+    const std::size_t notes_from = notes.size();
     for (int from = 0; from < node_count; ++from) {
-      for (const auto& id : ids) ask_add(from, id);
+      for (const auto& id : ids) {
+        ask_add(from, id);
+        if (opt.tells) tell_note(from, id);
+      }
     }
     step(5s);
     for (std::size_t i = tail_from; i < asks.size(); ++i) {
       if (asks[i].answer.wait_for(0s) != std::future_status::ready) {
         out.problems.push_back("after the faults, " + asks[i].id + " from node " +
                                std::to_string(asks[i].sender) + " got no answer");
+      }
+    }
+    for (std::size_t i = notes_from; i < notes.size(); ++i) {
+      const auto& t = notes[i];
+      const bool heard = std::any_of(w.heard->begin(), w.heard->end(), [&](const note& h) {
+        return h.id == t.id && h.sender == t.sender && h.n == t.n;
+      });
+      if (!heard) {
+        const auto dead = w.dead_notes->find({t.id, t.sender, t.n});
+        out.problems.push_back(
+            tape_key(t.id) + ": after the faults, note " + std::to_string(t.sender) + ":" +
+            std::to_string(t.n) + " was not heard within 5 s" +
+            (dead != w.dead_notes->end() ? " (a dead letter: " + dead->second + ")" : ""));
       }
     }
     out.violations = guard.violations();
@@ -706,7 +788,38 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
       out.problems.push_back("a dead letter with no reason: " + what);
     }
   }
-  out.dead_letters = w.dead->size();
+  out.dead_letters = w.dead->size() + w.dead_notes->size();
+  // Each note is heard at most once, after its sender's earlier notes (per run of the sender's
+  // node); one never heard is accounted for as an unanswered add is, less the asker's part.
+  std::set<std::tuple<std::string, int, int>> heard;
+  std::map<std::tuple<std::string, int, int>, int> last_note;  // (id, sender, run) -> highest
+  for (const note& h : *w.heard) {
+    ++out.heard;
+    const std::string who =
+        tape_key(h.id) + ": sender " + std::to_string(h.sender) + "'s note " + std::to_string(h.n);
+    if (!heard.insert({h.id, h.sender, h.n}).second) out.problems.push_back(who + " heard twice");
+    int& highest = last_note[{h.id, h.sender, note_run_of[{h.id, h.sender, h.n}]}];
+    if (h.n < highest) {
+      out.problems.push_back(who + " heard after its note " + std::to_string(highest));
+    }
+    highest = std::max(highest, h.n);
+  }
+  for (const auto& t : notes) {
+    if (heard.contains({t.id, t.sender, t.n})) continue;
+    const std::string what = tape_key(t.id) + ": note " + std::to_string(t.sender) + ":" +
+                             std::to_string(t.n) + " (sent at " + at(t.sent_at) +
+                             ") was never heard";
+    const auto dead = w.dead_notes->find({t.id, t.sender, t.n});
+    const bool traceless_fault = first_lossy_fault && *first_lossy_fault <= t.sent_at + 3s;
+    if (!opt.faults) {
+      out.problems.push_back(what + " on a graceful path" +
+                             (dead != w.dead_notes->end() ? ": " + dead->second : ""));
+    } else if (dead == w.dead_notes->end() && !traceless_fault) {
+      out.problems.push_back(what + ", with no dead letter and no fault to blame");
+    } else if (dead != w.dead_notes->end() && dead->second.empty()) {
+      out.problems.push_back(what + ": a dead letter with no reason");
+    }
+  }
   for (const auto& [id, acks] : acknowledged) {
     const tallied& f = final_state[id];
     std::map<std::pair<int, int>, int> last;  // (sender, run) -> its highest add applied
@@ -727,8 +840,11 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
     }
   }
   if (verbose) {  // each problem with its entity's history (the problem names the id first)
-    for (const auto& p : out.problems)
-      std::printf("%s\n%s", p.c_str(), w.log->history(p.substr(0, p.find_first_of(" :"))).c_str());
+    for (const auto& p : out.problems) {
+      const auto skip = p.starts_with("tape:") ? 5 : 0;  // "tape:<id>: ..." names tape <id>
+      std::printf("%s\n%s", p.c_str(),
+                  w.log->history(p.substr(0, p.find_first_of(" :", skip))).c_str());
+    }
   }
   test::trace_hash hash;
   std::set<std::string> fenced;  // a node resumed past its deadline has two fence entries
