@@ -131,9 +131,16 @@ TEST(SimulatedCluster, SeedsThatOnceFailed) {
 // every later note to that region was undecodable at node 5, also after the partition healed
 // ("tape:d: after the faults, note 0:18 was not heard within 5 s"). A stream whose slot tables
 // fall out of step is now closed, and the next connection starts afresh.
+// Seed 1663 with moves: node 0, the shard's new home, yielded its flush towards node 3 (it held
+// the next home's marker) and handed back to node 3 a note node 3 had sent it, while node 3's
+// next notes were on their way to node 0 ("tape:c: sender 3's note 11 heard after its note 13").
+// A yield now hands back only what came at an older epoch and what came from a node whose own
+// marker waits behind it.
 TEST(SimulatedCluster, SeedsThatOnceFailedWithTells) {
   const outcome o = simulate(928);
   EXPECT_TRUE(o.problems.empty()) << "seed 928:" << joined(o.problems);
+  const outcome yielded = simulate(1663, {.moves_often = true});
+  EXPECT_TRUE(yielded.problems.empty()) << "seed 1663 with moves:" << joined(yielded.problems);
 }
 
 // The loss checker's own test: an entity that acknowledges an add without persisting it.

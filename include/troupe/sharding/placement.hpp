@@ -204,6 +204,12 @@ class placement {
   [[nodiscard]] virtual std::uint64_t first_flush_token() const {
     return (std::uint64_t{std::random_device{}()} << 32U) ^ std::random_device{}();
   }
+  /// The node whose run (a member incarnation, as origin_stamp::run) is `run`; empty when it is
+  /// not known (not a member now). A yielding region asks it of what it holds (region_actor).
+  [[nodiscard]] virtual std::string node_of_run(std::int64_t run) const {
+    (void)run;
+    return {};
+  }
   /// Answers a flush marker: everything sent before it has been handed to the shard here.
   virtual void answer_flush(const untyped_ref& reply_to, shard_id shard, std::uint64_t token) {
     (void)reply_to, (void)shard, (void)token;

@@ -410,6 +410,14 @@ std::optional<std::string> cluster_placement::address_of(const std::string& node
   return it->second;
 }
 
+std::string cluster_placement::node_of_run(std::int64_t run) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& [id, m] : members_) {
+    if (id.incarnation == run) return id.node;
+  }
+  return {};
+}
+
 void cluster_placement::index_addresses() {
   addresses_.clear();
   for (const auto& [id, m] : members_) addresses_.try_emplace(id.node, m.address);

@@ -204,6 +204,7 @@ class cluster_placement final : public sharding::placement,
       const;
   /// Where a member's transport listens, if it is a member now.
   [[nodiscard]] std::optional<std::string> address_of(const std::string& node) const;
+  [[nodiscard]] std::string node_of_run(std::int64_t run) const override;
   /// This node hosts no shard any more (it leaves, or with `fenced` it fenced itself): the
   /// shards allocated to it have no home as far as it can tell, until they are allocated
   /// elsewhere; it goes on reading, so its region keeps routing to the other nodes. Fenced, the

@@ -33,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -905,12 +906,57 @@ class region_actor final : public actor<region_message<M>> {
     }
   }
 
+  /// What a yielding region hands its flush's old home: what came here at an older epoch than
+  /// the old home's, and what came from a node whose own marker waits behind it here (that node
+  /// flushes, so it holds its newer messages; its marker goes back behind them, so its flush ends
+  /// only once they are delivered). The rest stays, in order: its senders may still send here,
+  /// and sent back it would take another path than their next messages (whole-node seed 1663: a
+  /// note handed back to its sender, the old home, while its next two were on their way here).
+  /// A marker stays while a message before it stays that may be its node's.
+  void hand_back(shard_id shard, shard_entry& entry, const placed_remote& old_home) {
+    auto& buffer = entry.buffer;
+    std::vector<std::string> node(buffer.size());  // each item's node; empty: not known
+    for (std::size_t i = 0; i < buffer.size(); ++i) {
+      const pending& p = buffer[i];
+      node[i] = p.message == nullptr ? p.origin : setup_->homes->node_of_run(p.stamp.run);
+    }
+    std::vector<bool> goes(buffer.size());
+    std::set<std::string> marker_behind;
+    for (std::size_t i = buffer.size(); i-- > 0;) {
+      if (buffer[i].message == nullptr) marker_behind.insert(node[i]);
+      goes[i] =
+          buffer[i].message != nullptr && (buffer[i].sent_at_epoch < old_home.epoch ||
+                                           (!node[i].empty() && marker_behind.contains(node[i])));
+    }
+    std::set<std::string> stayed;  // nodes of messages that stay, so far
+    bool unknown_stayed = false;
+    for (std::size_t i = 0; i < buffer.size(); ++i) {
+      if (buffer[i].message != nullptr) {
+        if (!goes[i]) {
+          if (node[i].empty()) unknown_stayed = true;
+          stayed.insert(node[i]);
+        }
+        continue;
+      }
+      goes[i] = buffer[i].sent_at_epoch < old_home.epoch ||
+                (!unknown_stayed && !stayed.contains(node[i]));
+    }
+    std::deque<pending> back;
+    std::deque<pending> stays;
+    for (std::size_t i = 0; i < buffer.size(); ++i) {
+      (goes[i] ? back : stays).push_back(std::move(buffer[i]));
+    }
+    buffer = std::move(back);
+    send_buffer(shard, entry, old_home);
+    entry.buffer = std::move(stays);  // still counted in buffered_
+  }
+
   /// Two regions whose flushes of a shard wait for each other: each sent the other messages for
   /// it, and each holds the other's marker behind what it holds for the shard while its own
   /// flush runs. Neither would end but by its timeout, after which a sender's order is lost.
-  /// The region whose flush has the lower token yields: it hands all it holds for the shard to
-  /// its flush's old home, on the path of what it sent there before (which goes first anyway),
-  /// the other's marker among it, and flushes again behind it. The other region gets its marker
+  /// The region whose flush has the lower token yields: it hands what it holds for the shard
+  /// (what may go back, hand_back) to its flush's old home, on the path of what it sent there
+  /// before (which goes first anyway), the other's marker among it, and flushes again behind it. The other region gets its marker
   /// back behind what it sent here, so its flush ends; this one's ends when the new marker is
   /// answered, after what it handed over (docs/cluster.md, "Two flushes that wait for each
   /// other"). Only the lower token yields, so the two never hand their buffers to each other.
@@ -926,7 +972,7 @@ class region_actor final : public actor<region_message<M>> {
              (p.origin == old_home.node || (home != nullptr && p.origin == home->node));
     };
     if (std::none_of(entry.buffer.begin(), entry.buffer.end(), waits_for_this)) return;
-    send_buffer(shard, entry, old_home);
+    hand_back(shard, entry, old_home);
     const std::uint64_t token = send_own_marker(old_home, shard);
     if (token == 0) {  // its node is no member any more: what it held is lost with it
       end_flush(shard, entry);
