@@ -956,12 +956,12 @@ class region_actor final : public actor<region_message<M>> {
   /// flush runs. Neither would end but by its timeout, after which a sender's order is lost.
   /// The region whose flush has the lower token yields: it hands what it holds for the shard
   /// (what may go back, hand_back) to its flush's old home, on the path of what it sent there
-  /// before (which goes first anyway), the other's marker among it, and flushes again behind it. The other region gets its marker
-  /// back behind what it sent here, so its flush ends; this one's ends when the new marker is
-  /// answered, after what it handed over (docs/cluster.md, "Two flushes that wait for each
-  /// other"). Only the lower token yields, so the two never hand their buffers to each other.
-  /// The other region may also be the shard's home in this region's view: the old home passes
-  /// this region's marker on to it, where it waits the same way (a ring of three).
+  /// before (which goes first anyway), the other's marker among it, and flushes again behind it.
+  /// The other region gets its marker back behind what it sent here, so its flush ends; this one's
+  /// ends when the new marker is answered, after what it handed over (docs/cluster.md, "Two flushes
+  /// that wait for each other"). Only the lower token yields, so the two never hand their buffers
+  /// to each other. The other region may also be the shard's home in this region's view: the old
+  /// home passes this region's marker on to it, where it waits the same way (a ring of three).
   void yield_if_flushes_wait_for_each_other(shard_id shard, shard_entry& entry) {
     if (entry.flushing == 0 || entry.yielded || !entry.sent_to) return;
     const placed_remote old_home = *entry.sent_to;
