@@ -4,9 +4,8 @@
 // persistent entity in a real region, over the memory network, the in-process etcd model and
 // one memory journal, and with `tells` the plain entity "tape" (tape_entity.hpp) in a second
 // region. simulate(seed) runs one seed: the seed decides the number of nodes (3 to 7), the load
-// (asks to tally and tells to tape from every node, to hot and cold ids or uniformly over the
-// ids) and the faults (rebalances, partitions
-// between nodes both ways or one way, link delays, cuts from etcd, pauses, graceful leaves,
+// (asks to tally and tells to tape from every node, over the ids by Zipf or uniformly) and the
+// faults (rebalances, partitions between nodes both ways or one way, link delays, cuts from etcd, pauses, graceful leaves,
 // crashes and restarts as new incarnations, refused, answer-lost and slow store writes; with
 // moves_often, shards moving all the time over uneven links), and the run's outcome lists every
 // problem its checkers found: a stale activation (tally_world's checker), an unsound journal, an
@@ -28,6 +27,7 @@
 #include "tape_entity.hpp"
 #include "trace_hash.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -61,8 +61,8 @@ struct sim_options {
   /// Bugs planted in the region on purpose (planted_bugs.hpp), for the order checker's tests.
   bool plant_skip_flush = false;
   bool plant_bounced_out_of_order = false;
-  /// Half the load is tells to the plain entity "tape", and the seed chooses hot ids or a
-  /// uniform spread (false replays a seed found before tape existed: asks only, hot ids).
+  /// Half the load is tells to the plain entity "tape", and the seed chooses Zipf or uniform
+  /// keys (false replays a seed found before tape existed: asks only, two hot ids).
   bool tells = true;
 };
 
@@ -401,8 +401,12 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
   const std::vector<std::string> ids = {"a", "b", "c", "d", "e", "f", "g", "h"};
   sim_world w(seed);
   const int node_count = opt.nodes > 0 ? opt.nodes : 3 + static_cast<int>(rng() % 5);
-  // With tells the seed also chooses the keys: hot ids (half the load on two ids) or uniform.
+  // With tells the seed also chooses the keys: Zipf (exponent 1.1: of eight ids the first takes
+  // a third of the load, the last 3 %) or uniform.
   const bool uniform = opt.tells && rng() % 2 == 0;
+  std::vector<double> zipf_weights;
+  for (std::size_t k = 1; k <= ids.size(); ++k) zipf_weights.push_back(std::pow(k, -1.1));
+  std::discrete_distribution<std::size_t> zipf(zipf_weights.begin(), zipf_weights.end());
   if (opt.faults && opt.one_way_and_store_faults) {
     w.store = std::make_shared<sim_world::store_faults>(seed);
   }
@@ -500,8 +504,14 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
     auto ask_some = [&] {
       const int from = static_cast<int>(rng() % node_count);
       if (!nodes[from] || !nodes[from]->region || nodes[from]->paused || leaving[from]) return;
-      // Each node is one sender; with hot ids, half its messages go to two of them.
-      const auto& id = ids[!uniform && chance(0.5) ? rng() % 2 : rng() % ids.size()];
+      // Each node is one sender. Before the tells, half its messages went to two hot ids.
+      std::size_t key = 0;
+      if (!opt.tells) {
+        key = chance(0.5) ? rng() % 2 : rng() % ids.size();
+      } else {
+        key = uniform ? rng() % ids.size() : zipf(rng);
+      }
+      const auto& id = ids[key];
       if (opt.tells && chance(0.5)) {
         tell_note(from, id);
       } else {
