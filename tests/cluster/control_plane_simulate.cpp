@@ -4,6 +4,7 @@
 //
 //     troupe_simulate --seeds 100000 --from 1 [--plant-no-self-fence] [--plant-skip-shard-fence]
 //     troupe_simulate --whole-nodes --seeds 1000 --from 1 [--moves] [--no-faults] [--asks-only]
+//                     [--hot-keys]
 //                     [--plant-skip-flush] [--plant-bounced-out-of-order]
 #include <troupe/core/actor.hpp>
 
@@ -25,7 +26,7 @@ int usage() {
   std::cerr << "usage: troupe_simulate [--seeds N] [--from S] [--plant-no-self-fence] "
                "[--plant-skip-shard-fence] [--trace]\n"
                "       troupe_simulate --whole-nodes [--seeds N] [--from S] [--moves] "
-               "[--nodes 2-9] [--no-faults] [--asks-only] [--plant-skip-flush]\n"
+               "[--nodes 2-9] [--no-faults] [--asks-only] [--hot-keys] [--plant-skip-flush]\n"
                "                       [--plant-bounced-out-of-order]\n";
   return 2;
 }
@@ -91,15 +92,16 @@ int main(int argc, char** argv) {
       plant_fence = true;
     } else if (a == "--whole-nodes") {
       whole_nodes = true;
-    } else if (a == "--moves" || a == "--no-faults" || a == "--asks-only" ||
+    } else if (a == "--moves" || a == "--no-faults" || a == "--asks-only" || a == "--hot-keys" ||
                a == "--plant-skip-flush" || a == "--plant-bounced-out-of-order") {
-      // --no-faults and --asks-only turn a default off; the others turn a switch on.
+      // --no-faults, --asks-only and --hot-keys turn a default off; the others turn a switch on.
+      const bool off = a == "--no-faults" || a == "--asks-only" || a == "--hot-keys";
       (a == "--moves"              ? whole.moves_often
        : a == "--no-faults"        ? whole.faults
        : a == "--asks-only"        ? whole.tells
+       : a == "--hot-keys"         ? whole.zipf
        : a == "--plant-skip-flush" ? whole.plant_skip_flush
-                                   : whole.plant_bounced_out_of_order) =
-          a != "--no-faults" && a != "--asks-only";
+                                   : whole.plant_bounced_out_of_order) = !off;
       whole_flags += " " + std::string(a);
     } else {
       return usage();

@@ -5,16 +5,16 @@
 // one memory journal, and with `tells` the plain entity "tape" (tape_entity.hpp) in a second
 // region. simulate(seed) runs one seed: the seed decides the number of nodes (3 to 7), the load
 // (asks to tally and tells to tape from every node, over the ids by Zipf or uniformly) and the
-// faults (rebalances, partitions between nodes both ways or one way, link delays, cuts from etcd, pauses, graceful leaves,
-// crashes and restarts as new incarnations, refused, answer-lost and slow store writes; with
-// moves_often, shards moving all the time over uneven links), and the run's outcome lists every
-// problem its checkers found: a stale activation (tally_world's checker), an unsound journal, an
-// acknowledged add that is gone, an answer that does not hold its add, a sender's adds out of
-// order, an add lost silently (no dead letter, no cause told to its asker, no fault to blame,
-// not applied late; any add lost when no fault ran), a note heard twice or out of its sender's
-// order, a note lost silently (no dead letter, no fault to blame; any note lost when no fault
-// ran), the cluster not serving once the faults stop. TROUPE_SIM_VERBOSE=1 prints the world's story
-// (faults with their simulated time and the activity log's position). Used by
+// faults (rebalances, partitions between nodes both ways or one way, link delays, cuts from etcd,
+// pauses, graceful leaves, crashes and restarts as new incarnations, refused, answer-lost and slow
+// store writes; with moves_often, shards moving all the time over uneven links), and the run's
+// outcome lists every problem its checkers found: a stale activation (tally_world's checker), an
+// unsound journal, an acknowledged add that is gone, an answer that does not hold its add, a
+// sender's adds out of order, an add lost silently (no dead letter, no cause told to its asker, no
+// fault to blame, not applied late; any add lost when no fault ran), a note heard twice or out of
+// its sender's order, a note lost silently (no dead letter, no fault to blame; any note lost when
+// no fault ran), the cluster not serving once the faults stop. TROUPE_SIM_VERBOSE=1 prints the
+// world's story (faults with their simulated time and the activity log's position). Used by
 // simulated_cluster_test.cpp and by troupe_simulate --whole-nodes.
 
 #include <troupe/sharding/coordination/allocation_strategy.hpp>
@@ -64,6 +64,9 @@ struct sim_options {
   /// Half the load is tells to the plain entity "tape", and the seed chooses Zipf or uniform
   /// keys (false replays a seed found before tape existed: asks only, two hot ids).
   bool tells = true;
+  /// With tells, Zipf or uniform keys (false: two hot ids or uniform, as when seeds 928 and 1663
+  /// were found).
+  bool zipf = true;
 };
 
 /// Every add (or note) that became a dead letter on any node, with the reason it gave.
@@ -509,7 +512,10 @@ inline outcome simulate(std::uint64_t seed, const sim_options& opt = {}) {
       if (!opt.tells) {
         key = chance(0.5) ? rng() % 2 : rng() % ids.size();
       } else {
-        key = uniform ? rng() % ids.size() : zipf(rng);
+        key = uniform       ? rng() % ids.size()
+              : opt.zipf    ? zipf(rng)
+              : chance(0.5) ? rng() % 2
+                            : rng() % ids.size();
       }
       const auto& id = ids[key];
       if (opt.tells && chance(0.5)) {
