@@ -136,12 +136,20 @@ TEST(SimulatedCluster, SeedsThatOnceFailed) {
 // next notes were on their way to node 0 ("tape:c: sender 3's note 11 heard after its note 13").
 // A yield now hands back only what came at an older epoch and what came from a node whose own
 // marker waits behind it.
+// Seed 5775: node 0 yielded its flush towards node 3, which had left (no marker could go), and
+// sent its newer notes on to the next home; node 3 then passed on node 0's older notes, which a
+// one-way partition had held back ("tape:a: sender 0's note 54 heard after its note 83"). A
+// flush that cannot be sent now starts a new round, as one that times out does.
 TEST(SimulatedCluster, SeedsThatOnceFailedWithTells) {
   const sim_options hot_keys{.zipf = false};  // the keys of their time
   const outcome o = simulate(928, hot_keys);
   EXPECT_TRUE(o.problems.empty()) << "seed 928:" << joined(o.problems);
   const outcome yielded = simulate(1663, {.moves_often = true, .zipf = false});
   EXPECT_TRUE(yielded.problems.empty()) << "seed 1663 with moves:" << joined(yielded.problems);
+  // A yield towards a node that had left sent on without a new round (docs/cluster.md, "An old
+  // home that left").
+  const outcome left = simulate(5775);
+  EXPECT_TRUE(left.problems.empty()) << "seed 5775:" << joined(left.problems);
 }
 
 // The loss checker's own test: an entity that acknowledges an add without persisting it.

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -129,12 +130,26 @@ class manual_placement final : public placement {
     std::string origin;  // a passed marker's first sender
   };
   bool flushes = false;
+  /// Nodes that are no members any more: a marker to one cannot go (the cluster throws).
+  std::set<std::string> gone;
   bool send_flush(const troupe::sharding::placed_remote& home, shard_id shard, std::uint64_t token,
                   const troupe::untyped_ref& reply_to, const std::string& origin) override {
     if (!flushes) return false;
+    if (gone.contains(home.node)) {
+      throw troupe::error(troupe::errc::recipient_terminated, home.node + " left");
+    }
     std::lock_guard lock(mutex_);
     flushes_.push_back({home.node, home.epoch, shard, token, !reply_to, ++order_, origin});
     return true;
+  }
+  void flush_abandoned(shard_id shard) override {
+    std::lock_guard lock(mutex_);
+    abandoned_.push_back({shard, ++order_});
+  }
+  /// Each flush_abandoned(): its shard, and its place among everything sent.
+  std::vector<std::pair<shard_id, std::size_t>> abandoned() {
+    std::lock_guard lock(mutex_);
+    return abandoned_;
   }
   void answer_flush(const troupe::untyped_ref&, shard_id shard, std::uint64_t token) override {
     std::lock_guard lock(mutex_);
@@ -262,6 +277,7 @@ class manual_placement final : public placement {
   std::vector<sent> sent_;
   std::vector<flush_sent> flushes_;
   std::vector<std::pair<shard_id, std::uint64_t>> answers_;
+  std::vector<std::pair<shard_id, std::size_t>> abandoned_;
   std::size_t order_ = 0;
 };
 
@@ -714,6 +730,37 @@ TEST_P(PlacementRouting, AMovedShardsMessagesWaitUntilTheOldHomeAnswersAFlushSen
   EXPECT_EQ(f.out.expect_message(), 5);
   EXPECT_TRUE(f.homes->answers().empty()) << "its own marker is not answered";
   EXPECT_EQ(cluster_sharding::get(f.system).state("noter").buffered, 0U);
+}
+
+// The old home's node is no member any more when the shard moves on: no marker can reach it,
+// so the region sends on at once, but only after the placement started a new round
+// (flush_abandoned): what it sent there may still arrive elsewhere, passed on by the node that
+// left, and a node that has seen the newer round refuses it (whole-node seed 5775).
+TEST_P(PlacementRouting, AMoveAwayFromANodeThatLeftStartsANewRoundBeforeAnythingIsSentOn) {
+  fixture f(GetParam());
+  f.homes->remote = true;
+  f.homes->flushes = true;
+  f.homes->place(f.shard, troupe::sharding::placed_remote{"node-b", 3});
+  f.system.run_until_idle();
+  f.region.tell(note{"a", 0});
+  f.system.run_until_idle();
+  ASSERT_EQ(f.homes->sent_out().size(), 1U);
+  EXPECT_TRUE(f.homes->abandoned().empty());
+
+  f.homes->gone.insert("node-b");
+  f.homes->place(f.shard, troupe::sharding::placed_remote{"node-c", 5});
+  f.system.run_until_idle();
+  f.region.tell(note{"a", 1});
+  f.system.run_until_idle();
+  EXPECT_TRUE(f.homes->flushes_sent().empty());
+  const auto sent = f.homes->sent_out();
+  ASSERT_EQ(sent.size(), 2U);
+  EXPECT_EQ(sent[1].node, "node-c");
+  EXPECT_EQ(sent[1].n, 1);
+  const auto abandoned = f.homes->abandoned();
+  ASSERT_EQ(abandoned.size(), 1U);
+  EXPECT_EQ(abandoned[0].first, f.shard);
+  EXPECT_LT(abandoned[0].second, sent[1].order) << "the new round starts before note 1 goes";
 }
 
 // The old home answers the flush while the shard has no new home yet (it was leaving): what

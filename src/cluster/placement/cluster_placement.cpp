@@ -267,6 +267,16 @@ const std::shared_ptr<std::atomic<std::uint32_t>>& cluster_placement::round_lock
   return slot;
 }
 
+void cluster_placement::next_round_locked(shard_id shard) {
+  round_locked(shard)->fetch_add(1, std::memory_order_acq_rel);
+  any_round_.store(true, std::memory_order_release);
+}
+
+void cluster_placement::flush_abandoned(shard_id shard) {
+  std::lock_guard lock(mutex_);
+  next_round_locked(shard);
+}
+
 bool cluster_placement::overtaken(shard_id shard, const sharding::origin_stamp& stamp) {
   // Round 0 while no round above it exists here (no flush of this node timed out, none seen
   // from another run): nothing to check, and no lock on the receiving path.
@@ -765,8 +775,7 @@ void cluster_placement::tick() {
           // Messages this node sent before the flush may still be on their way (held by a node
           // that cannot pass them on yet): newer ones go out in the next round, and a node that
           // sees one of them refuses the older round from then on.
-          self->round_locked(f.shard)->fetch_add(1, std::memory_order_acq_rel);
-          self->any_round_.store(true, std::memory_order_release);
+          self->next_round_locked(f.shard);
           troupe::logger()->warn(
               "placement {}: no answer from node {} to flush {} of shard {}; sending on",
               self->options_.type, f.node, token, f.shard);

@@ -179,6 +179,9 @@ class cluster_placement final : public sharding::placement,
                     std::uint64_t token) override;
   /// The answer to this node's flush `token` came (through the delivery endpoint).
   void flushed(sharding::shard_id shard, std::uint64_t token);
+  /// A new round for the shard, as when a flush times out (docs/cluster.md, "An old home that
+  /// left").
+  void flush_abandoned(sharding::shard_id shard) override;
   /// A delivery or flush marker sent at `epoch` was addressed to an earlier run of this node:
   /// what that run held died with it, so passing this one on would put it behind its sender's
   /// newer messages (docs/cluster.md, "A delivery meant for an earlier run").
@@ -312,7 +315,8 @@ class cluster_placement final : public sharding::placement,
   /// What arrived before the region started (the type's region key goes out first).
   std::vector<sharding::remote_arrival> early_arrivals_;
   std::map<std::uint64_t, own_flush> own_flushes_;  // by token
-  /// Per shard: how many of this node's flushes of it timed out (the round its messages carry),
+  /// Per shard: how many of this node's flushes of it timed out or were abandoned (the round its
+  /// messages carry),
   /// shared with the links, which read it at each send. A round read at send time only grows,
   /// so messages of one path carry non-decreasing rounds in the order they go out.
   std::map<sharding::shard_id, std::shared_ptr<std::atomic<std::uint32_t>>> rounds_;
@@ -322,6 +326,9 @@ class cluster_placement final : public sharding::placement,
   std::atomic<bool> any_round_{false};
   /// The shard's round counter, made on first use.
   const std::shared_ptr<std::atomic<std::uint32_t>>& round_locked(sharding::shard_id shard);
+  /// Starts the shard's next round: this node's messages sent from now on are newer than any it
+  /// sent before and may still arrive.
+  void next_round_locked(sharding::shard_id shard);
   /// This node's stamp for its own messages of `shard`.
   [[nodiscard]] sharding::origin_stamp own_stamp_locked(sharding::shard_id shard) const;
 

@@ -610,8 +610,10 @@ class region_actor final : public actor<region_message<M>> {
 
   /// Whether the shard's messages must wait for a flush: this region sent some to a remote home
   /// that is not the shard's home any more. Starts the flush (a marker behind them, to that
-  /// home) unless one runs already. An old home that is no member any more needs none: what it
-  /// still held is lost with it.
+  /// home) unless one runs already. An old home that is no member any more gets none (no
+  /// marker can reach it): the placement starts a new round instead (flush_abandoned), so what
+  /// it still passes on after leaving, or this node's queue to it still holds, cannot follow
+  /// newer messages where those went.
   bool flush_if_moved(shard_id shard, shard_entry& entry, const shard_home& home) {
     if (entry.flushing != 0) return true;
     if (!entry.sent_to) return false;
@@ -626,6 +628,7 @@ class region_actor final : public actor<region_message<M>> {
     }
     const std::uint64_t token = send_own_marker(*entry.sent_to, shard);
     if (token == 0) {
+      setup_->homes->flush_abandoned(shard);
       entry.sent_to.reset();
       return false;
     }
@@ -974,7 +977,8 @@ class region_actor final : public actor<region_message<M>> {
     if (std::none_of(entry.buffer.begin(), entry.buffer.end(), waits_for_this)) return;
     hand_back(shard, entry, old_home);
     const std::uint64_t token = send_own_marker(old_home, shard);
-    if (token == 0) {  // its node is no member any more: what it held is lost with it
+    if (token == 0) {  // its node is no member any more: no marker can follow what it holds
+      setup_->homes->flush_abandoned(shard);
       end_flush(shard, entry);
       return;
     }
