@@ -212,11 +212,10 @@ class placement {
   }
   /// The region could not send its own marker after the messages it sent to an old home of
   /// `shard` (that node is no member any more, or this placement does not flush), and sends on
-  /// without waiting. Those messages
-  /// may still arrive, late: a node that left gracefully passes on what reaches it, and this
-  /// node's own queue to it may still hold some. A cluster's placement starts a new round for
-  /// the shard, as when a flush times out, so that a node which has seen the newer messages
-  /// refuses the older ones.
+  /// without waiting. Those messages may still arrive, late: a node that left gracefully passes
+  /// on what reaches it, and this node's own queue to it may still hold some. A cluster's
+  /// placement starts a new round for the shard, as when a flush times out, so that a node
+  /// which has seen the newer messages refuses the older ones.
   virtual void flush_abandoned(shard_id shard) { (void)shard; }
   /// Answers a flush marker: everything sent before it has been handed to the shard here.
   virtual void answer_flush(const untyped_ref& reply_to, shard_id shard, std::uint64_t token) {

@@ -316,9 +316,9 @@ class cluster_placement final : public sharding::placement,
   std::vector<sharding::remote_arrival> early_arrivals_;
   std::map<std::uint64_t, own_flush> own_flushes_;  // by token
   /// Per shard: how many of this node's flushes of it timed out or were abandoned (the round its
-  /// messages carry),
-  /// shared with the links, which read it at each send. A round read at send time only grows,
-  /// so messages of one path carry non-decreasing rounds in the order they go out.
+  /// messages carry), shared with the links, which read it at each send. A round read at send
+  /// time only grows, so messages of one path carry non-decreasing rounds in the order they go
+  /// out.
   std::map<sharding::shard_id, std::shared_ptr<std::atomic<std::uint32_t>>> rounds_;
   /// Per shard and other run: the newest round of that run's messages seen here (none: 0).
   std::map<std::pair<sharding::shard_id, std::int64_t>, std::uint32_t> rounds_seen_;
