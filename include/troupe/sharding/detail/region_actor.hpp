@@ -628,7 +628,6 @@ class region_actor final : public actor<region_message<M>> {
     }
     const std::uint64_t token = send_own_marker(*entry.sent_to, shard);
     if (token == 0) {
-      setup_->homes->flush_abandoned(shard);
       entry.sent_to.reset();
       return false;
     }
@@ -638,14 +637,19 @@ class region_actor final : public actor<region_message<M>> {
   }
 
   /// Sends a flush marker of this region's own to `home`: its token, or 0 when it cannot go
-  /// (the placement does not flush, or `home`'s node is no member any more).
+  /// (the placement does not flush, or `home`'s node is no member any more). Then the caller
+  /// sends on without waiting, so the placement starts the shard's next round first
+  /// (placement::flush_abandoned).
   std::uint64_t send_own_marker(const placed_remote& home, shard_id shard) {
     const std::uint64_t token = ++flush_tokens_;
+    bool sent = false;
     try {
-      return setup_->homes->send_flush(home, shard, token, untyped_ref{}, {}) ? token : 0;
+      sent = setup_->homes->send_flush(home, shard, token, untyped_ref{}, {});
     } catch (...) {
-      return 0;
     }
+    if (sent) return token;
+    setup_->homes->flush_abandoned(shard);
+    return 0;
   }
 
   /// This region's flush of a shard ended: what waited for it goes where the shard lives now.
@@ -978,7 +982,6 @@ class region_actor final : public actor<region_message<M>> {
     hand_back(shard, entry, old_home);
     const std::uint64_t token = send_own_marker(old_home, shard);
     if (token == 0) {  // its node is no member any more: no marker can follow what it holds
-      setup_->homes->flush_abandoned(shard);
       end_flush(shard, entry);
       return;
     }
