@@ -6,6 +6,7 @@
 #include <boost/describe/class.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -126,6 +127,28 @@ TEST(Codec, RoundTripsScalarsAtTheirLimits) {
   EXPECT_EQ(round_trip(1.5F), 1.5F);
   EXPECT_EQ(round_trip(std::string("h\0llo", 5)), std::string("h\0llo", 5));
   EXPECT_EQ(round_trip(status::closed), status::closed);
+}
+
+TEST(Codec, RoundTripsVarintsOfEveryLengthWhereverTheyEnd) {
+  // Early elements are read with ten bytes or more left (no per-byte checks), the last ones
+  // near the end of the input (checked byte by byte): both give the same values.
+  std::vector<std::uint64_t> values;
+  for (int bits = 0; bits <= 64; bits += 7) {
+    values.push_back(bits == 64 ? std::numeric_limits<std::uint64_t>::max()
+                                : (std::uint64_t{1} << bits) | 1U);
+  }
+  for (std::size_t last = 0; last < values.size(); ++last) {
+    std::vector<std::uint64_t> v(values.begin(), values.end());
+    std::rotate(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(last), v.end());
+    EXPECT_EQ(round_trip(v), v);
+  }
+  std::vector<std::uint64_t> mixed;  // every length in a random order
+  std::uint64_t x = 0x9e3779b97f4a7c15ULL;
+  for (int i = 0; i < 1000; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    mixed.push_back(x >> (x % 64));
+  }
+  EXPECT_EQ(round_trip(mixed), mixed);
 }
 
 TEST(Codec, RoundTripsNestedDescribedStructs) {

@@ -265,7 +265,7 @@ class manual_placement final : public placement {
       handler = arrivals_;
     }
     ASSERT_TRUE(handler);
-    handler(std::move(a));
+    handler(a);
   }
 
   std::mutex mutex_;

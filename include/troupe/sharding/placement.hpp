@@ -148,7 +148,8 @@ class placement {
 
   // -- routing across nodes (a placement without it keeps remote shards' messages waiting) ---
   /// Called with each message other nodes' regions sent here; may be called on any thread.
-  using arrival_handler = std::function<void(remote_arrival)>;
+  /// The handler takes what it keeps out of the arrival (no copy of it per message).
+  using arrival_handler = std::function<void(remote_arrival&)>;
 
   /// Whether send_remote() reaches other nodes.
   [[nodiscard]] virtual bool routes_remote() const noexcept { return false; }

@@ -322,7 +322,7 @@ void cluster_placement::set_arrival_handler(arrival_handler handler) {
     had_arrivals_handler_ = true;
     early.swap(early_arrivals_);
     // Handed on under the lock: a later arrival cannot overtake them.
-    for (auto& a : early) arrivals_(std::move(a));
+    for (auto& a : early) arrivals_(a);
   }
 }
 
@@ -375,7 +375,7 @@ void cluster_placement::end_flushes_locked(Pred done) {
     it = own_flushes_.erase(it);
     // Like arrive(): in order, behind what arrived before the region started.
     if (arrivals_) {
-      arrivals_(std::move(a));
+      arrivals_(a);
     } else {
       early_arrivals_.push_back(std::move(a));
     }
@@ -397,7 +397,7 @@ bool cluster_placement::arrive(sharding::remote_arrival& arrival) {
     early_arrivals_.push_back(std::move(arrival));
     return true;
   }
-  arrivals_(std::move(arrival));
+  arrivals_(arrival);
   return true;
 }
 

@@ -12,6 +12,7 @@
 
 #include <troupe/persistence/errc.hpp>
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -148,7 +149,41 @@ class byte_reader {
   };
 
  private:
+  /// The 7-bit groups of up to eight varint bytes (little-endian in `word`) as one number.
+  static std::uint64_t gather_groups(std::uint64_t word) noexcept {
+    word &= 0x7f7f7f7f7f7f7f7fULL;
+    word = (word & 0x007f007f007f007fULL) | ((word & 0x7f007f007f007f00ULL) >> 1);
+    word = (word & 0x00003fff00003fffULL) | ((word & 0x3fff00003fff0000ULL) >> 2);
+    return (word & 0x000000000fffffffULL) | ((word & 0x0fffffff00000000ULL) >> 4);
+  }
+
   std::uint64_t read_long_varint() {
+    // With a whole varint's worth of bytes left, its first eight bytes are read as one word:
+    // epochs and runs (lease ids) take up to ten bytes, and a delivery carries several.
+    constexpr std::size_t longest = 10;
+    if (std::endian::native == std::endian::little && remaining() >= longest) {
+      const std::byte* p = in_.data() + pos_;
+      std::uint64_t word = 0;
+      std::memcpy(&word, p, sizeof word);
+      constexpr std::uint64_t high_bits = 0x8080808080808080ULL;
+      if (const std::uint64_t ends = ~word & high_bits; ends != 0) {
+        const auto length = static_cast<std::size_t>(std::countr_zero(ends) / 8 + 1);
+        if (length < sizeof word) word &= (std::uint64_t{1} << (8 * length)) - 1;
+        pos_ += length;
+        return gather_groups(word);
+      }
+      std::uint64_t value = gather_groups(word);
+      const auto ninth = static_cast<std::uint64_t>(p[8]);
+      value |= (ninth & 0x7f) << 56;
+      if ((ninth & 0x80) == 0) {
+        pos_ += 9;
+        return value;
+      }
+      const auto tenth = static_cast<std::uint64_t>(p[9]);
+      if (tenth > 1) fail("varint overflows 64 bits");
+      pos_ += longest;
+      return value | (tenth << 63);
+    }
     std::uint64_t value = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       auto b = static_cast<std::uint64_t>(read_byte());

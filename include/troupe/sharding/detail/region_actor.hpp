@@ -200,7 +200,7 @@ class region_actor final : public actor<region_message<M>> {
     setup_->homes->set_arrival_handler(
         [region = this->context().self_ref(), office = &this->context().system().dead_letters(),
          path = this->context().path(),
-         setup = setup_](remote_arrival a) { pass_arrival(region, *office, path, *setup, a); });
+         setup = setup_](remote_arrival& a) { pass_arrival(region, *office, path, *setup, a); });
     if (starts_unasked()) {
       // Every shard placed here starts, asked or not, and so does each one that remembers
       // entities or keeps some alive and lives here (after a restart of this node, or of the
