@@ -60,7 +60,7 @@ class persistent_entity : public detail::entity_base<Command> {
   [[nodiscard]] virtual State initial_state() const { return State{}; }
   /// Events between two snapshots (0: none); by default the extension's setting.
   [[nodiscard]] virtual std::uint64_t snapshot_every() const {
-    return persistence::get(this->context().system()).snapshot_every();
+    return this->extension().snapshot_every();
   }
   /// Events read per journal query during recovery.
   [[nodiscard]] virtual std::size_t recovery_batch() const { return 1024; }

@@ -103,19 +103,22 @@ class entity_base : public basic_actor<Command>, protected entity_core {
   }
   /// The store; by default the extension's plugin for this entity's type name.
   [[nodiscard]] virtual std::shared_ptr<plugin> choose_plugin() {
-    auto& ext = persistence::get(this->context().system());
     auto who = this->context().entity();
-    return who ? ext.plugin_for(who->type_name) : ext.default_plugin();
+    return who ? extension().plugin_for(who->type_name) : extension().default_plugin();
   }
   /// The codecs of events, snapshots and states; by default the extension's registry.
-  [[nodiscard]] virtual const codec_registry& codecs() const {
-    return persistence::get(this->context().system()).codecs();
-  }
+  [[nodiscard]] virtual const codec_registry& codecs() const { return extension().codecs(); }
   /// The ownership epoch of this incarnation's writes; by default the extension's provider (0).
   /// A shard fence epoch handed down by the entity's shard (entity_home::fence_epoch) replaces
   /// it.
   [[nodiscard]] virtual ownership_epoch choose_epoch() const {
-    return persistence::get(this->context().system()).epoch_for(this->context().entity());
+    return extension().epoch_for(this->context().entity());
+  }
+  /// The system's persistence extension. Kept after the first look-up, which takes the
+  /// system's lock: a persist needs it for each event's codec and for the snapshot interval.
+  [[nodiscard]] persistence_extension& extension() const {
+    if (extension_ == nullptr) extension_ = &persistence::get(this->context().system());
+    return *extension_;
   }
   /// Runs in pre_start, before recovery begins (persistence_id() is readable).
   virtual void on_start() {}
@@ -169,6 +172,8 @@ class entity_base : public basic_actor<Command>, protected entity_core {
   }
 
   boost::asio::cancellation_signal cancel_;
+  /// Null until extension() looks it up; the extension outlives the entity.
+  mutable persistence_extension* extension_ = nullptr;
 };
 
 }  // namespace troupe::persistence::detail
