@@ -4,7 +4,7 @@
 //
 //     troupe_simulate --seeds 100000 --from 1 [--plant-no-self-fence] [--plant-skip-shard-fence]
 //     troupe_simulate --whole-nodes --seeds 1000 --from 1 [--moves] [--no-faults] [--asks-only]
-//                     [--hot-keys]
+//                     [--hot-keys] [--tcp-partitions]
 //                     [--plant-skip-flush] [--plant-bounced-out-of-order]
 #include <troupe/core/actor.hpp>
 
@@ -27,7 +27,7 @@ int usage() {
                "[--plant-skip-shard-fence] [--trace]\n"
                "       troupe_simulate --whole-nodes [--seeds N] [--from S] [--moves] "
                "[--nodes 2-9] [--no-faults] [--asks-only] [--hot-keys] [--plant-skip-flush]\n"
-               "                       [--plant-bounced-out-of-order]\n";
+               "                       [--plant-bounced-out-of-order] [--tcp-partitions]\n";
   return 2;
 }
 
@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
     } else if (a == "--whole-nodes") {
       whole_nodes = true;
     } else if (a == "--moves" || a == "--no-faults" || a == "--asks-only" || a == "--hot-keys" ||
-               a == "--plant-skip-flush" || a == "--plant-bounced-out-of-order") {
+               a == "--plant-skip-flush" || a == "--plant-bounced-out-of-order" ||
+               a == "--tcp-partitions") {
       // --no-faults, --asks-only and --hot-keys turn a default off; the others turn a switch on.
       const bool off = a == "--no-faults" || a == "--asks-only" || a == "--hot-keys";
       (a == "--moves"              ? whole.moves_often
@@ -101,6 +102,7 @@ int main(int argc, char** argv) {
        : a == "--asks-only"        ? whole.tells
        : a == "--hot-keys"         ? whole.zipf
        : a == "--plant-skip-flush" ? whole.plant_skip_flush
+       : a == "--tcp-partitions"   ? whole.tcp_partitions
                                    : whole.plant_bounced_out_of_order) = !off;
       whole_flags += " " + std::string(a);
     } else {

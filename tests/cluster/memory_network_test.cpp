@@ -495,6 +495,42 @@ TEST(MemoryNetwork, ACloseLostInAPartitionResetsThePeerWhenItWritesAfterwards) {
   EXPECT_EQ(p.at_b->wait_closed(), asio_code(boost::asio::error::connection_reset));
 }
 
+TEST(MemoryNetwork, APartitionThatHoldsWritesDeliversThemInOrderOnceHealed) {
+  connected_pair p;
+  const node_address a{"a", 1};
+  const node_address b{"b", 2};
+  p.network->partition(a, b, partition_direction::a_to_b, partition_kind::holds_writes);
+  EXPECT_FALSE(p.at_a->write("one "));
+  EXPECT_FALSE(p.at_a->write("two"));
+  // The other direction flows; by the time its write arrived, a's would have too.
+  EXPECT_FALSE(p.at_b->write("back"));
+  EXPECT_TRUE(p.at_a->receives("back"));
+  EXPECT_EQ(p.at_b->text(), "");
+
+  p.network->heal(a, b);
+  EXPECT_FALSE(p.at_a->write(" three"));
+  EXPECT_TRUE(p.at_b->receives(" three"));
+  EXPECT_EQ(p.at_b->text(), "one two three");
+  EXPECT_EQ(p.network->stats(a, b).dropped, 0U);
+  EXPECT_FALSE(p.at_a->closed());
+  EXPECT_FALSE(p.at_b->closed());
+}
+
+TEST(MemoryNetwork, ACloseHeldInAPartitionReachesThePeerBehindTheDataOnceHealed) {
+  connected_pair p;
+  const node_address a{"a", 1};
+  const node_address b{"b", 2};
+  p.network->partition(a, b, partition_direction::both, partition_kind::holds_writes);
+  EXPECT_FALSE(p.at_a->write("last words"));
+  p.at_a->close();
+  EXPECT_EQ(p.at_a->wait_closed(), asio_code(boost::asio::error::operation_aborted));
+  EXPECT_FALSE(p.at_b->closed());
+
+  p.network->heal(a, b);
+  EXPECT_EQ(p.at_b->wait_closed(), eof());
+  EXPECT_EQ(p.at_b->text(), "last words");
+}
+
 TEST(MemoryNetwork, DisconnectResetsBothEndsAtOnce) {
   connected_pair p;
   p.network->disconnect(p.a.address(), p.b.address());

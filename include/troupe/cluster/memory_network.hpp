@@ -34,6 +34,16 @@ enum class partition_direction {
   b_to_a,  // writes from b to a are lost, a to b still arrive
 };
 
+/// What a partition does to the writes that cross it.
+enum class partition_kind {
+  /// Lost, each whole write, while the streams stay open: a link that drops packets no
+  /// transport retransmits (the receiver may see a gap in a live stream).
+  loses_writes,
+  /// Held, in order, and delivered once the partition heals, as TCP retransmits what a cut
+  /// link swallowed; writes on their way when it began wait too. A close waits the same way.
+  holds_writes,
+};
+
 /// What happened to the writes of one directed link so far.
 struct link_stats {
   /// Writes handed to the receiver's read handler.
@@ -72,11 +82,14 @@ class memory_network {
   void delay(const node_address& from, const node_address& to, std::chrono::nanoseconds min,
              std::chrono::nanoseconds max);
   /// Blocks `direction` between `a` and `b`, adding to what is already blocked. Writes in a
-  /// blocked direction are silently lost, a close's end-of-stream too; existing streams stay
-  /// open (the node layer notices by missed heartbeats). A connect between a fully blocked pair
-  /// fails with errc::node_unreachable after connect_timeout().
+  /// blocked direction are silently lost, a close's end-of-stream too, or with
+  /// partition_kind::holds_writes held until the heal; existing streams stay open (the node
+  /// layer notices by missed heartbeats). A connect between a fully blocked pair fails with
+  /// errc::node_unreachable after connect_timeout(). A link blocked both ways loses writes
+  /// while any of its partitions does.
   void partition(const node_address& a, const node_address& b,
-                 partition_direction direction = partition_direction::both);
+                 partition_direction direction = partition_direction::both,
+                 partition_kind kind = partition_kind::loses_writes);
   /// Clears every fault (partition, drop, delay) between `a` and `b`, both directions.
   void heal(const node_address& a, const node_address& b);
   /// Clears every fault of every link.

@@ -26,6 +26,9 @@ std::error_code broken_pipe() {
   return boost::asio::error::make_error_code(boost::asio::error::broken_pipe);
 }
 
+// How often an end whose incoming link holds writes looks whether the partition healed.
+constexpr std::chrono::milliseconds held_recheck{10};
+
 void complete(const boost::asio::any_io_executor& ex, stream::done_handler done,
               std::error_code ec) {
   if (done) boost::asio::post(ex, [done = std::move(done), ec] { done(ec); });
@@ -99,7 +102,8 @@ void connection::close(side s, bool notify) {
   if (self.ended) return;
   dropped = end_locked(s, aborted(), notify);
   auto& peer = ends_[other(s)];
-  if (!peer.ended && !self.where.outgoing->blocked()) {
+  const auto& out = *self.where.outgoing;
+  if (!peer.ended && (!out.blocked() || out.holding())) {
     peer.end_of_stream_coming = true;
     enqueue_locked(other(s), inbound{clock_->now(), {}, true});
   }
@@ -133,7 +137,10 @@ void connection::schedule_pump_locked(side s) {
   auto& e = ends_[s];
   if (e.pump_scheduled || !e.handlers || e.inbox.empty()) return;
   e.pump_scheduled = true;
-  const auto due = e.inbox.front().due;
+  auto due = e.inbox.front().due;
+  // A partition that holds writes: look again a little later (the link does not know its
+  // streams, so the heal cannot wake them).
+  if (held_locked(s)) due = std::max(due, clock_->now() + held_recheck);
   auto self = shared_from_this();
   if (due <= clock_->now()) {
     boost::asio::post(e.where.executor, [self = std::move(self), s] { self->pump(s); });
@@ -143,6 +150,8 @@ void connection::schedule_pump_locked(side s) {
     if (auto c = weak.lock()) c->pump_later(s);
   });
 }
+
+bool connection::held_locked(side s) const { return ends_[other(s)].where.outgoing->holding(); }
 
 void connection::pump_later(side s) {
   std::lock_guard lock(mutex_);
@@ -159,7 +168,8 @@ void connection::pump_later(side s) {
 void connection::pump(side s) {
   std::unique_lock lock(mutex_);
   auto& e = ends_[s];
-  while (e.handlers && !e.inbox.empty() && e.inbox.front().due <= clock_->now()) {
+  while (e.handlers && !e.inbox.empty() && e.inbox.front().due <= clock_->now() &&
+         !held_locked(s)) {
     inbound item = std::move(e.inbox.front());
     e.inbox.pop_front();
     if (item.end_of_stream) {

@@ -9,6 +9,10 @@
 // peer reads what was already sent, then eof (the close travels behind the data, and is lost
 // like data when the link is blocked: the peer then stays open until it writes after the
 // partition heals, which resets it, or it closes by itself). disconnect() resets both ends.
+//
+// A partition that holds writes (partition_kind::holds_writes) stops an end's pump instead:
+// what the other end wrote, before or during the partition, and its close, wait in order and
+// flow once the link heals.
 
 #include <troupe/cluster/node_address.hpp>
 #include <troupe/cluster/transport.hpp>
@@ -92,6 +96,8 @@ class connection : public std::enable_shared_from_this<connection> {
   [[nodiscard]] handlers_ptr end_locked(side s, std::error_code why, bool notify);
   void enqueue_locked(side to, inbound item);
   void schedule_pump_locked(side s);
+  /// Whether what comes to `s` waits for a partition that holds writes to heal.
+  [[nodiscard]] bool held_locked(side s) const;
   void pump(side s);
   /// A delayed write fell due: pump `s` on its executor, if the end still reads.
   void pump_later(side s);

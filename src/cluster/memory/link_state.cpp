@@ -46,7 +46,7 @@ std::uint64_t link_state::next_random() {
 link_state::verdict link_state::next_write() {
   std::lock_guard lock(mutex_);
   verdict v;
-  if (blocked_) {
+  if (blocked_ && !holds_) {
     v.lost = true;
   } else if (drop_probability_ > 0) {
     // 53 random bits as a double in [0, 1): probability 1 loses every write.
@@ -70,8 +70,14 @@ bool link_state::blocked() const {
   return blocked_;
 }
 
-void link_state::block() {
+bool link_state::holding() const {
   std::lock_guard lock(mutex_);
+  return blocked_ && holds_;
+}
+
+void link_state::block(bool hold) {
+  std::lock_guard lock(mutex_);
+  holds_ = blocked_ ? holds_ && hold : hold;
   blocked_ = true;
 }
 
@@ -95,6 +101,7 @@ void link_state::delay(std::chrono::nanoseconds min, std::chrono::nanoseconds ma
 void link_state::heal() {
   std::lock_guard lock(mutex_);
   blocked_ = false;
+  holds_ = false;
   drop_probability_ = 0;
   delay_min_ = delay_max_ = std::chrono::nanoseconds(0);
 }

@@ -31,7 +31,12 @@ class link_state {
   void count_delivery() noexcept { delivered_.fetch_add(1, std::memory_order_relaxed); }
 
   [[nodiscard]] bool blocked() const;
-  void block();
+  /// Whether it is blocked and holds writes (partition_kind::holds_writes) instead of losing
+  /// them: the receiving end waits for the heal before it reads on.
+  [[nodiscard]] bool holding() const;
+  /// Blocks it; `hold`: writes wait for the heal instead of being lost (unless it is blocked
+  /// losing writes already).
+  void block(bool hold);
   /// Throws std::invalid_argument unless 0 <= probability <= 1.
   void drop(double probability);
   /// Throws std::invalid_argument unless 0 <= min <= max.
@@ -47,6 +52,7 @@ class link_state {
   mutable std::mutex mutex_;
   std::uint64_t rng_state_;
   bool blocked_ = false;
+  bool holds_ = false;  // meaningful while blocked_
   double drop_probability_ = 0;
   std::chrono::nanoseconds delay_min_{0};
   std::chrono::nanoseconds delay_max_{0};

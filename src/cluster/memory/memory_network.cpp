@@ -30,9 +30,10 @@ void memory_network::delay(const node_address& from, const node_address& to,
 }
 
 void memory_network::partition(const node_address& a, const node_address& b,
-                               partition_direction direction) {
-  if (direction != partition_direction::b_to_a) core_->link(a, b)->block();
-  if (direction != partition_direction::a_to_b) core_->link(b, a)->block();
+                               partition_direction direction, partition_kind kind) {
+  const bool hold = kind == partition_kind::holds_writes;
+  if (direction != partition_direction::b_to_a) core_->link(a, b)->block(hold);
+  if (direction != partition_direction::a_to_b) core_->link(b, a)->block(hold);
 }
 
 void memory_network::heal(const node_address& a, const node_address& b) {
