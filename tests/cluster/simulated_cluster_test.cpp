@@ -164,6 +164,19 @@ TEST(SimulatedCluster, SeedsThatLostWritesInsideAStreamPassWhenPartitionsHoldThe
   }
 }
 
+// With partitions that hold writes, seeds 37 and 241 (faults) heard a sender's notes out of
+// order at one node, same run, same round: the sender gave up its stream during the partition
+// and connected again after the heal, and its new stream's notes overtook the ones the old
+// stream still held. A newer stream of a run now retires the older ones, unread
+// (node_core::supersede).
+TEST(SimulatedCluster, ANewerStreamOfARunRetiresTheOneAPartitionHeld) {
+  for (const std::uint64_t seed : {37U, 241U}) {
+    const outcome o = simulate(seed, {.tcp_partitions = true});
+    EXPECT_TRUE(o.problems.empty()) << "seed " << seed << ":" << joined(o.problems);
+    EXPECT_GT(o.partitions, 0) << "seed " << seed;
+  }
+}
+
 // The loss checker's own test: an entity that acknowledges an add without persisting it.
 TEST(SimulatedCluster, TheCheckerFindsAPlantedLostAcknowledgement) {
   EXPECT_EQ(first_seed_finding({.planted_loss = true}, "was acknowledged and is gone", 1), 1U);

@@ -119,6 +119,14 @@ void inbound::on_handshake(const wire::frame_view& f) {
     return;
   }
   from_ = h.from;
+  if (!core_.supersede(*this, h.from)) {
+    // A later stream of the same run is up already: this one was given up by its sender, and
+    // its frames, held back on the way, would overtake nothing only by chance.
+    troupe::logger()->debug("remote: {} opened a newer stream than {}, closing it",
+                            to_string(h.from), stream_->describe());
+    retire();
+    return;
+  }
   peer_ = core_.peer_at(h.from.address);
   peer_->observed(h.from);
   peer_->heard_from();

@@ -22,6 +22,15 @@ class inbound : public std::enable_shared_from_this<inbound> {
   inbound(node_core& core, std::shared_ptr<stream> s);
   void start();
   void close() { stream_->close(); }
+  /// Whether its handshake named `run` as the stream's sender.
+  [[nodiscard]] bool from_run(const node_id& run) const noexcept {
+    return peer_ != nullptr && from_ == run;
+  }
+  /// Closes it without reading another frame: what it still holds goes unread.
+  void retire() {
+    closing_ = true;
+    close();
+  }
 
  private:
   void on_data(std::span<const std::byte> bytes);

@@ -207,6 +207,21 @@ void node_core::accept(std::shared_ptr<stream> s) {
   in->start();
 }
 
+bool node_core::supersede(const inbound& in, const node_id& run) {
+  std::vector<std::shared_ptr<inbound>> older;
+  bool after = false;  // inbound_ is in the order of acceptance
+  for (const auto& other : inbound_) {
+    if (other.get() == &in) {
+      after = true;
+    } else if (other->from_run(run)) {
+      if (after) return false;
+      older.push_back(other);
+    }
+  }
+  for (const auto& other : older) other->retire();
+  return true;
+}
+
 void node_core::forget(inbound* in) {
   std::erase_if(inbound_, [in](const auto& p) { return p.get() == in; });
 }

@@ -99,6 +99,12 @@ class node_core : public std::enable_shared_from_this<node_core> {
   [[nodiscard]] const std::string& left_reason() const noexcept { return left_reason_; }
   /// An inbound stream ended.
   void forget(inbound* in);
+  /// `in` was handshaken by `run`. A node sends on one stream at a time, so the streams of the
+  /// same run accepted before `in` were given up by it: they are closed unread, or what a
+  /// partition held in them would arrive behind what `in` carries (a TCP connection the sender
+  /// left keeps retransmitting until the peer resets it). False, closing nothing, when a stream
+  /// of the run accepted after `in` is up already (`in` is the stale one).
+  [[nodiscard]] bool supersede(const inbound& in, const node_id& run);
 
   struct counters {
     std::atomic<std::uint64_t> sent{0}, received{0}, frames_refused{0}, undecodable{0},
